@@ -1,0 +1,77 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import type { MagpieConfig } from "../config/schema.js";
+import type { AccessControl } from "../core/access.js";
+import type { ApprovalGate } from "../core/approvals.js";
+import type { CommandRegistry } from "../core/commands.js";
+import type { AgentHooks } from "../core/hooks.js";
+import type { ButtonPress, ChannelAdapter, OutboundMessage, ReplyTarget } from "../core/types.js";
+import type { ChatModel } from "../llm/types.js";
+import type { Redactor } from "../security/redact.js";
+import type { Store } from "../store/index.js";
+import type { OutboxOrigin } from "../store/outbox.js";
+import type { ToolServices } from "../tools/context.js";
+import type { ToolRegistry } from "../tools/registry.js";
+
+export type HttpHandler = (request: IncomingMessage, response: ServerResponse) => void | Promise<void>;
+
+/** Routes on the one HTTP server (health, webhooks). */
+export interface HttpRoutes {
+  route(method: "GET" | "POST", path: string, handler: HttpHandler): void;
+}
+
+/** Sends through the durable outbox (retries, exactly once). Returns the outbox id. */
+export interface Messenger {
+  send(target: ReplyTarget, message: OutboundMessage, origin?: OutboxOrigin): number;
+}
+
+/** Runs an agent turn outside any chat session (scheduled prompts, delegation). */
+export interface AgentRunner {
+  run(input: {
+    agent?: string;
+    prompt: string;
+    /** Session used for history; a fresh one per call keeps runs independent. */
+    sessionKey: string;
+    /** Where tool calls such as `message` default to. */
+    target: ReplyTarget;
+    toolSet?: string | string[];
+    signal?: AbortSignal;
+    depth?: number;
+  }): Promise<{ ok: boolean; text: string }>;
+}
+
+/** A button press not claimed by the core (approvals claim theirs); return true when handled. */
+export type ButtonHandler = (press: ButtonPress) => Promise<boolean> | boolean;
+
+/** What a feature sees while it sets itself up. */
+export interface AppContext {
+  config: MagpieConfig;
+  logger: Logger;
+  store: Store;
+  redactor: Redactor;
+  commands: CommandRegistry;
+  tools: ToolRegistry;
+  /** Services handed to tools (`context.services`); features add theirs by name. */
+  services: ToolServices;
+  http: HttpRoutes;
+  messenger: Messenger;
+  agent: AgentRunner;
+  /** Null when no LLM is configured (no-LLM mode). */
+  model: ChatModel | null;
+  /** Channel adapters by name, filled before features start. */
+  channels: ReadonlyMap<string, ChannelAdapter>;
+  addHooks(hooks: AgentHooks): void;
+  addButtonHandler(handler: ButtonHandler): void;
+  setAccessControl(access: AccessControl): void;
+  setApprovalGate(gate: ApprovalGate): void;
+  /** Runs `task` when the app stops (reverse order of registration). */
+  onStop(task: () => void | Promise<void>): void;
+}
+
+/** A feature plugs tools, commands, services and background work into the app. */
+export interface MagpieFeature {
+  name: string;
+  setup(app: AppContext): void | Promise<void>;
+  /** Called after channels are connected (start schedulers and other background work here). */
+  start?(app: AppContext): void | Promise<void>;
+}

@@ -1,0 +1,30 @@
+/** Environment variables that fill config keys when the file leaves them unset (env-only mode). */
+export const ENV_FALLBACKS: ReadonlyArray<{ env: string; path: string[] }> = [
+  { env: "OPENAI_API_KEY", path: ["llm", "apiKey"] },
+  { env: "OPENAI_BASE_URL", path: ["llm", "baseUrl"] },
+  { env: "MAGPIE_MODEL", path: ["llm", "model"] },
+  { env: "MAGPIE_EMBEDDING_MODEL", path: ["llm", "embeddingModel"] },
+  { env: "TELEGRAM_BOT_TOKEN", path: ["channels", "telegram", "token"] },
+  { env: "DISCORD_BOT_TOKEN", path: ["channels", "discord", "token"] },
+  { env: "SLACK_BOT_TOKEN", path: ["channels", "slack", "botToken"] },
+  { env: "SLACK_APP_TOKEN", path: ["channels", "slack", "appToken"] },
+  { env: "SLACK_SIGNING_SECRET", path: ["channels", "slack", "signingSecret"] },
+  { env: "PUSHOVER_TOKEN", path: ["notify", "pushover", "token"] },
+  { env: "PUSHOVER_USER_KEY", path: ["notify", "pushover", "user"] },
+  { env: "BRAVE_API_KEY", path: ["tools", "web", "braveApiKey"] },
+  { env: "MAGPIE_DATA_DIR", path: ["dataDir"] },
+];
+
+/** Config keys whose values are secrets: redacted from logs, tool output and LLM requests. */
+export const SECRET_PATHS: ReadonlyArray<string[]> = [
+  ["llm", "apiKey"],
+  ["channels", "telegram", "token"],
+  ["channels", "telegram", "webhookSecret"],
+  ["channels", "discord", "token"],
+  ["channels", "slack", "botToken"],
+  ["channels", "slack", "appToken"],
+  ["channels", "slack", "signingSecret"],
+  ["notify", "pushover", "token"],
+  ["notify", "pushover", "user"],
+  ["tools", "web", "braveApiKey"],
+];

@@ -1,0 +1,44 @@
+import { z } from "zod";
+import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents.js";
+import { channelsSchema } from "./sections/channels.js";
+import { securitySchema } from "./sections/security.js";
+import {
+  cronSchema,
+  hardwareSchema,
+  httpSchema,
+  llmSchema,
+  mcpServersSchema,
+  notifySchema,
+} from "./sections/services.js";
+import { toolsSchema } from "./sections/tools.js";
+
+/** The whole configuration. Unknown keys are errors: a typo must not silently disable a guard. */
+export const configSchema = z.strictObject({
+  dataDir: z.string().min(1).default("./data"),
+  /** Defaults to `<dataDir>/workspace`. */
+  workspace: z.string().min(1).optional(),
+  timezone: z.string().min(1).optional(),
+  http: httpSchema,
+  llm: llmSchema,
+  agent: agentLimitsSchema,
+  agents: agentsSchema.optional(),
+  routes: routesSchema,
+  channels: channelsSchema,
+  tools: toolsSchema,
+  security: securitySchema,
+  notify: notifySchema,
+  hardware: hardwareSchema,
+  mcpServers: mcpServersSchema,
+  cron: cronSchema,
+});
+
+export type ConfigInput = z.input<typeof configSchema>;
+type ParsedConfig = z.infer<typeof configSchema>;
+
+/** The validated configuration with paths made absolute and defaults resolved. */
+export type MagpieConfig = Omit<ParsedConfig, "workspace" | "timezone"> & {
+  workspace: string;
+  timezone: string;
+  /** Where the config was read from, or null in env-only mode. */
+  sourcePath: string | null;
+};

@@ -1,0 +1,46 @@
+import { z } from "zod";
+import { idSchema, positiveInt } from "./common.js";
+
+export const toolSetSchema = z.union([
+  z.enum(["default", "full", "subagent"]),
+  z.array(z.string().min(1)),
+]);
+
+export const agentSchema = z.strictObject({
+  systemPrompt: z.string().optional(),
+  model: z.string().min(1).optional(),
+  toolSet: toolSetSchema.optional(),
+});
+
+export const agentsSchema = z.record(
+  z.string().regex(/^[a-z][a-z0-9_-]*$/, "agent names are lower-case letters, digits, '-' and '_'"),
+  agentSchema,
+);
+
+export const routesSchema = z
+  .array(
+    z.strictObject({
+      match: z.strictObject({
+        channel: z.string().min(1).optional(),
+        chatId: idSchema.optional(),
+        userId: idSchema.optional(),
+      }),
+      agent: z.string().min(1),
+    }),
+  )
+  .default([]);
+
+export const agentLimitsSchema = z
+  .strictObject({
+    maxIterations: positiveInt.default(20),
+    maxConcurrentTurns: positiveInt.default(4),
+    /** History beyond this many (estimated) tokens is compacted by summarization. */
+    historyTokens: positiveInt.default(12_000),
+    /** Extra text appended to every agent's system prompt. */
+    systemPrompt: z.string().optional(),
+  })
+  .prefault({});
+
+export type AgentConfig = z.infer<typeof agentSchema>;
+export type ToolSetConfig = z.infer<typeof toolSetSchema>;
+export type RouteConfig = z.infer<typeof routesSchema>[number];

@@ -1,0 +1,43 @@
+import { z } from "zod";
+import { positiveInt } from "./common.js";
+
+export const toolsSchema = z
+  .strictObject({
+    files: z
+      .strictObject({
+        /** Extra directories that count as inside the workspace. */
+        allowedPaths: z.array(z.string().min(1)).default([]),
+        maxFileSizeBytes: positiveInt.default(10 * 1024 * 1024),
+      })
+      .prefault({}),
+    shell: z
+      .strictObject({
+        timeoutSecs: positiveInt.default(60),
+        maxOutputBytes: positiveInt.default(1024 * 1024),
+        /** When set, only these executables (first word of the command) may run. */
+        allowCommands: z.array(z.string().min(1)).optional(),
+        /** Regular expressions; a command matching any is refused. */
+        denyPatterns: z.array(z.string().min(1)).default([]),
+      })
+      .prefault({}),
+    http: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        allowedDomains: z.array(z.string().min(1)).optional(),
+        maxResponseBytes: positiveInt.default(1024 * 1024),
+        timeoutMs: positiveInt.default(30_000),
+      })
+      .prefault({}),
+    web: z
+      .strictObject({
+        allowedDomains: z.array(z.string().min(1)).optional(),
+        maxChars: positiveInt.default(50_000),
+        braveApiKey: z.string().min(1).optional(),
+      })
+      .prefault({}),
+    /** Tool outputs longer than this are spilled to data/spill/ and the model gets a head/tail and a handle. */
+    spillThresholdChars: positiveInt.default(16_000),
+  })
+  .prefault({});
+
+export type ToolsConfig = z.infer<typeof toolsSchema>;

@@ -1,0 +1,14 @@
+import type { InboundMessage } from "./types.js";
+
+export type AccessDecision =
+  | { allow: true }
+  /** Denied; `reply` (e.g. a pairing code) is sent back directly and nothing else happens. */
+  | { allow: false; reason: string; reply?: string };
+
+/** Decides whether an inbound message may reach the router. Runs before the inbox write. */
+export interface AccessControl {
+  check(message: InboundMessage): AccessDecision | Promise<AccessDecision>;
+}
+
+/** Lets everything through: used for the local console, and in tests. */
+export const allowAll: AccessControl = { check: () => ({ allow: true }) };

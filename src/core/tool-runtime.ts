@@ -1,0 +1,23 @@
+import type { LlmToolSpec, ToolCall } from "../llm/types.js";
+import type { ReplyTarget } from "./types.js";
+
+/** Who is calling a tool and on whose behalf; handed to every tool execution. */
+export interface ToolCallContext {
+  sessionKey: string;
+  agent: string;
+  /** Where this turn's replies go (the chat the request came from). */
+  target: ReplyTarget;
+  userId: string;
+  signal: AbortSignal;
+  /** Delegation depth: 0 for a user's turn. */
+  depth: number;
+}
+
+/** The core's view of the tool layer (implemented by `src/tools/registry.ts`). */
+export interface ToolRuntime {
+  /** Tool names a tool set grants (`default`, `full`, `subagent` or an explicit list). */
+  resolveToolSet(toolSet: string | string[]): string[];
+  specs(toolNames: string[]): LlmToolSpec[];
+  /** Runs one call; never throws — failures come back as text for the model. */
+  execute(call: ToolCall, allowedTools: string[], context: ToolCallContext): Promise<string>;
+}

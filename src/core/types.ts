@@ -1,0 +1,133 @@
+/** Normalized message shapes shared by every channel adapter and the core. No library type leaves an adapter. */
+
+export type AttachmentKind = "image" | "audio" | "voice" | "video" | "file" | "sticker";
+
+/** Attachment metadata; the bytes are fetched on demand through `ChannelAdapter.download`. */
+export interface Attachment {
+  kind: AttachmentKind;
+  /** Platform handle used by the adapter to download (Telegram file_id, Discord/Slack URL). */
+  id: string;
+  name?: string;
+  mime?: string;
+  size?: number;
+  url?: string;
+}
+
+export interface ReplyReference {
+  messageId: string;
+  userId?: string;
+  text?: string;
+  /** True when the replied-to message was written by this bot. */
+  fromBot?: boolean;
+}
+
+export interface InboundMessage {
+  channel: string;
+  chatId: string;
+  threadId?: string;
+  messageId: string;
+  userId: string;
+  userName: string;
+  text: string;
+  isDirect: boolean;
+  mentionsBot: boolean;
+  replyTo?: ReplyReference;
+  attachments: Attachment[];
+  /** Epoch milliseconds. */
+  receivedAt: number;
+  /** The platform's original payload; never logged, never persisted. */
+  raw?: unknown;
+}
+
+/** Where a reply goes. */
+export interface ReplyTarget {
+  channel: string;
+  chatId: string;
+  threadId?: string;
+  /** Platform id of the message being answered (threads the reply). */
+  replyToMessageId?: string;
+}
+
+export interface Button {
+  /** Opaque callback id handed back in `ButtonPress.buttonId`. */
+  id: string;
+  label: string;
+  style?: "primary" | "danger";
+}
+
+export interface OutboundMessage {
+  /** Markdown written by the agent; adapters render it to their dialect. */
+  text: string;
+  /** Rows of inline buttons (approvals, choices). */
+  buttons?: Button[][];
+  /** `plain` skips Markdown rendering. */
+  format?: "markdown" | "plain";
+  /** Platform id of a streamed draft to finalize by editing instead of sending anew. */
+  editMessageId?: string;
+}
+
+/** Durable progress of a multi-part send, so a retry resumes after the last delivered part. */
+export interface SendProgress {
+  /** Parts already delivered in an earlier attempt (skip these). */
+  partsSent: number;
+  /** Called after each part is delivered, before the next is attempted. */
+  onPartSent(partIndex: number, platformMessageId: string): void;
+}
+
+export interface SendResult {
+  messageIds: string[];
+}
+
+export interface ChannelCapabilities {
+  /** Maximum characters of one message on the platform. */
+  maxMessageLength: number;
+  edit: boolean;
+  buttons: boolean;
+  typing: boolean;
+  threads: boolean;
+}
+
+export type ChannelState = "starting" | "connected" | "reconnecting" | "failed" | "stopped";
+
+export interface ChannelStatus {
+  state: ChannelState;
+  detail?: string;
+  since: number;
+}
+
+export interface ButtonPress {
+  channel: string;
+  chatId: string;
+  threadId?: string;
+  userId: string;
+  userName: string;
+  isDirect: boolean;
+  buttonId: string;
+  /** Platform id of the message carrying the button. */
+  messageId?: string;
+}
+
+export type AcceptResult =
+  | { status: "accepted"; inboxId: number }
+  | { status: "duplicate" }
+  | { status: "denied"; reason: string }
+  | { status: "rejected"; reason: string };
+
+/** What an adapter hands inbound traffic to. `message` resolves after the inbox write: only then acknowledge. */
+export interface InboundSink {
+  message(inbound: InboundMessage): Promise<AcceptResult>;
+  buttonPressed(press: ButtonPress): Promise<void>;
+}
+
+/** One chat platform behind one interface. */
+export interface ChannelAdapter {
+  readonly name: string;
+  readonly capabilities: ChannelCapabilities;
+  start(sink: InboundSink): Promise<void>;
+  send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult>;
+  stop(): Promise<void>;
+  status(): ChannelStatus;
+  typing?(target: ReplyTarget): Promise<void>;
+  edit?(target: ReplyTarget, messageId: string, message: OutboundMessage): Promise<void>;
+  download?(attachment: Attachment): Promise<Buffer>;
+}

@@ -1,0 +1,43 @@
+/** Chat messages in the OpenAI chat-completions shape (the subset Magpie stores and sends). */
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+export type ChatMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+/** A tool as the LLM sees it. */
+export interface LlmToolSpec {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+export interface CompletionRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: LlmToolSpec[];
+  temperature?: number;
+}
+
+export interface CompletionResult {
+  content: string | null;
+  toolCalls: ToolCall[];
+  finishReason: string | null;
+  usage?: { promptTokens: number; completionTokens: number };
+}
+
+export interface CompletionOptions {
+  signal?: AbortSignal;
+  /** When given, the request streams and text deltas arrive here as they come. */
+  onTextDelta?: (delta: string) => void;
+}
+
+/** What the agent loop needs from an LLM provider. */
+export interface ChatModel {
+  complete(request: CompletionRequest, options?: CompletionOptions): Promise<CompletionResult>;
+}

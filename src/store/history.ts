@@ -1,0 +1,99 @@
+import type { ChatMessage } from "../llm/types.js";
+import type { Db } from "./database.js";
+
+export interface StoredMessage {
+  id: number;
+  message: ChatMessage;
+  tokens: number;
+}
+
+interface MessageRow {
+  id: number;
+  role: "user" | "assistant" | "tool";
+  content: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  tokens: number;
+}
+
+function toMessage(row: MessageRow): ChatMessage {
+  if (row.role === "tool") return { role: "tool", tool_call_id: row.tool_call_id ?? "", content: row.content ?? "" };
+  if (row.role === "assistant") {
+    const toolCalls = row.tool_calls ? JSON.parse(row.tool_calls) : undefined;
+    return toolCalls?.length
+      ? { role: "assistant", content: row.content, tool_calls: toolCalls }
+      : { role: "assistant", content: row.content };
+  }
+  return { role: "user", content: row.content ?? "" };
+}
+
+/** Per-session conversation history and its running summary. */
+export class HistoryRepository {
+  constructor(private readonly db: Db) {}
+
+  ensureSession(sessionKey: string, agent: string, at = Date.now()): void {
+    this.db
+      .prepare(
+        `INSERT INTO sessions (key, agent, created_at, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (key) DO UPDATE SET agent = excluded.agent, updated_at = excluded.updated_at`,
+      )
+      .run(sessionKey, agent, at, at);
+  }
+
+  append(sessionKey: string, messages: Array<{ message: ChatMessage; tokens: number }>, at = Date.now()): void {
+    const insert = this.db.prepare(
+      "INSERT INTO messages (session_key, role, content, tool_calls, tool_call_id, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    );
+    this.db.transaction(() => {
+      for (const { message, tokens } of messages) {
+        if (message.role === "system") continue;
+        insert.run(
+          sessionKey,
+          message.role,
+          message.content,
+          message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null,
+          message.role === "tool" ? message.tool_call_id : null,
+          tokens,
+          at,
+        );
+      }
+      this.db.prepare("UPDATE sessions SET updated_at = ? WHERE key = ?").run(at, sessionKey);
+    })();
+  }
+
+  load(sessionKey: string): StoredMessage[] {
+    const rows = this.db
+      .prepare("SELECT * FROM messages WHERE session_key = ? ORDER BY id")
+      .all(sessionKey) as MessageRow[];
+    return rows.map((row) => ({ id: row.id, message: toMessage(row), tokens: row.tokens }));
+  }
+
+  summary(sessionKey: string): string | null {
+    const row = this.db.prepare("SELECT summary FROM sessions WHERE key = ?").get(sessionKey) as
+      | { summary: string | null }
+      | undefined;
+    return row?.summary ?? null;
+  }
+
+  /** Replaces messages up to and including `throughId` with a summary, atomically. */
+  compact(sessionKey: string, throughId: number, summary: string): void {
+    this.db.transaction(() => {
+      this.db.prepare("DELETE FROM messages WHERE session_key = ? AND id <= ?").run(sessionKey, throughId);
+      this.db.prepare("UPDATE sessions SET summary = ?, updated_at = ? WHERE key = ?").run(summary, Date.now(), sessionKey);
+    })();
+  }
+
+  reset(sessionKey: string): void {
+    this.db.transaction(() => {
+      this.db.prepare("DELETE FROM messages WHERE session_key = ?").run(sessionKey);
+      this.db.prepare("UPDATE sessions SET summary = NULL WHERE key = ?").run(sessionKey);
+    })();
+  }
+
+  stats(sessionKey: string): { messages: number; tokens: number; hasSummary: boolean } {
+    const row = this.db
+      .prepare("SELECT COUNT(*) AS n, COALESCE(SUM(tokens), 0) AS t FROM messages WHERE session_key = ?")
+      .get(sessionKey) as { n: number; t: number };
+    return { messages: row.n, tokens: row.t, hasSummary: this.summary(sessionKey) !== null };
+  }
+}

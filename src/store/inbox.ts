@@ -1,0 +1,78 @@
+import type { InboundMessage } from "../core/types.js";
+import type { Db } from "./database.js";
+
+export type InboxStatus = "pending" | "processing" | "done" | "interrupted" | "failed";
+
+export interface InboxItem {
+  id: number;
+  sessionKey: string;
+  status: InboxStatus;
+  message: InboundMessage;
+}
+
+interface InboxRow {
+  id: number;
+  session_key: string;
+  status: InboxStatus;
+  payload: string;
+}
+
+const toItem = (row: InboxRow): InboxItem => ({
+  id: row.id,
+  sessionKey: row.session_key,
+  status: row.status,
+  message: JSON.parse(row.payload) as InboundMessage,
+});
+
+/** Durable record of every accepted inbound message; `(channel, messageId)` is unique. */
+export class InboxRepository {
+  constructor(private readonly db: Db) {}
+
+  /** Inserts the message; returns its id, or null when this `(channel, messageId)` was seen before. */
+  insert(message: InboundMessage, sessionKey: string, status: InboxStatus = "pending"): number | null {
+    const { raw: _raw, ...persisted } = message;
+    const result = this.db
+      .prepare(
+        `INSERT INTO inbox (channel, message_id, session_key, payload, status, received_at)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (channel, message_id) DO NOTHING`,
+      )
+      .run(message.channel, message.messageId, sessionKey, JSON.stringify(persisted), status, message.receivedAt);
+    return result.changes === 1 ? Number(result.lastInsertRowid) : null;
+  }
+
+  get(id: number): InboxItem | undefined {
+    const row = this.db.prepare("SELECT * FROM inbox WHERE id = ?").get(id) as InboxRow | undefined;
+    return row ? toItem(row) : undefined;
+  }
+
+  setStatus(ids: number[], status: InboxStatus, at = Date.now()): void {
+    const column = status === "processing" ? "started_at" : status === "pending" ? null : "finished_at";
+    const statement = this.db.prepare(
+      column
+        ? `UPDATE inbox SET status = ?, ${column} = ? WHERE id = ?`
+        : "UPDATE inbox SET status = ?, started_at = NULL WHERE id = ? AND ? IS NOT NULL",
+    );
+    this.db.transaction(() => {
+      for (const id of ids) {
+        if (column) statement.run(status, at, id);
+        else statement.run(status, id, at);
+      }
+    })();
+  }
+
+  /** Items not finished before the last shutdown, oldest first. */
+  unfinished(): InboxItem[] {
+    const rows = this.db
+      .prepare("SELECT * FROM inbox WHERE status IN ('pending', 'processing') ORDER BY id")
+      .all() as InboxRow[];
+    return rows.map(toItem);
+  }
+
+  countByStatus(): Record<string, number> {
+    const rows = this.db.prepare("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status").all() as Array<{
+      status: string;
+      n: number;
+    }>;
+    return Object.fromEntries(rows.map((row) => [row.status, row.n]));
+  }
+}

@@ -1,0 +1,15 @@
+import type Database from "better-sqlite3";
+import { coreMigration } from "./001-core.js";
+
+/** A numbered schema step; applied once, in order, inside a transaction. */
+export interface Migration {
+  version: number;
+  name: string;
+  up: string | ((db: Database.Database) => void);
+}
+
+/**
+ * Every migration, in order. Numbers are reserved per feature so parallel work never collides:
+ * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals.
+ */
+export const migrations: Migration[] = [coreMigration];

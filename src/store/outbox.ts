@@ -1,0 +1,142 @@
+import type { OutboundMessage, ReplyTarget } from "../core/types.js";
+import type { Db } from "./database.js";
+
+export type OutboxOrigin = "reply" | "command" | "notice" | "cron" | "message" | "approval" | "pairing";
+
+export interface OutboxItem {
+  id: number;
+  target: ReplyTarget;
+  message: OutboundMessage;
+  origin: OutboxOrigin;
+  inboxId: number | null;
+  status: "pending" | "sent" | "failed";
+  attempts: number;
+  nextAttemptAt: number;
+  partsSent: number;
+  platformMessageIds: string[];
+  lastError: string | null;
+}
+
+interface OutboxRow {
+  id: number;
+  channel: string;
+  chat_id: string;
+  thread_id: string | null;
+  reply_to_message_id: string | null;
+  payload: string;
+  origin: OutboxOrigin;
+  inbox_id: number | null;
+  status: OutboxItem["status"];
+  attempts: number;
+  next_attempt_at: number;
+  parts_sent: number;
+  platform_message_ids: string;
+  last_error: string | null;
+}
+
+const toItem = (row: OutboxRow): OutboxItem => ({
+  id: row.id,
+  target: {
+    channel: row.channel,
+    chatId: row.chat_id,
+    threadId: row.thread_id ?? undefined,
+    replyToMessageId: row.reply_to_message_id ?? undefined,
+  },
+  message: JSON.parse(row.payload) as OutboundMessage,
+  origin: row.origin,
+  inboxId: row.inbox_id,
+  status: row.status,
+  attempts: row.attempts,
+  nextAttemptAt: row.next_attempt_at,
+  partsSent: row.parts_sent,
+  platformMessageIds: JSON.parse(row.platform_message_ids) as string[],
+  lastError: row.last_error,
+});
+
+export interface EnqueueOptions {
+  origin?: OutboxOrigin;
+  inboxId?: number | null;
+  at?: number;
+}
+
+/** Durable queue of replies; an item is sent part by part and marked sent with the platform ids. */
+export class OutboxRepository {
+  constructor(private readonly db: Db) {}
+
+  enqueue(target: ReplyTarget, message: OutboundMessage, options: EnqueueOptions = {}): number {
+    const now = options.at ?? Date.now();
+    const result = this.db
+      .prepare(
+        `INSERT INTO outbox (channel, chat_id, thread_id, reply_to_message_id, payload, origin, inbox_id,
+                             next_attempt_at, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        target.channel,
+        target.chatId,
+        target.threadId ?? null,
+        target.replyToMessageId ?? null,
+        JSON.stringify(message),
+        options.origin ?? "reply",
+        options.inboxId ?? null,
+        now,
+        now,
+      );
+    return Number(result.lastInsertRowid);
+  }
+
+  get(id: number): OutboxItem | undefined {
+    const row = this.db.prepare("SELECT * FROM outbox WHERE id = ?").get(id) as OutboxRow | undefined;
+    return row ? toItem(row) : undefined;
+  }
+
+  /** Pending items due at `now`, oldest first. */
+  due(now: number, limit = 50): OutboxItem[] {
+    const rows = this.db
+      .prepare("SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?")
+      .all(now, limit) as OutboxRow[];
+    return rows.map(toItem);
+  }
+
+  /** Earliest next attempt among pending items, or null when none are pending. */
+  nextDueAt(): number | null {
+    const row = this.db.prepare("SELECT MIN(next_attempt_at) AS at FROM outbox WHERE status = 'pending'").get() as {
+      at: number | null;
+    };
+    return row.at;
+  }
+
+  pendingCount(): number {
+    return (this.db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'").get() as { n: number }).n;
+  }
+
+  recordPart(id: number, partIndex: number, platformMessageId: string): void {
+    const item = this.get(id);
+    if (!item) return;
+    const ids = [...item.platformMessageIds];
+    ids[partIndex] = platformMessageId;
+    this.db
+      .prepare("UPDATE outbox SET parts_sent = MAX(parts_sent, ?), platform_message_ids = ? WHERE id = ?")
+      .run(partIndex + 1, JSON.stringify(ids), id);
+  }
+
+  markSent(id: number, platformMessageIds: string[], at = Date.now()): void {
+    this.db
+      .prepare(
+        "UPDATE outbox SET status = 'sent', sent_at = ?, attempts = attempts + 1, platform_message_ids = ?, last_error = NULL WHERE id = ?",
+      )
+      .run(at, JSON.stringify(platformMessageIds), id);
+  }
+
+  markRetry(id: number, error: string, nextAttemptAt: number): void {
+    this.db
+      .prepare("UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?")
+      .run(error, nextAttemptAt, id);
+  }
+
+  markFailed(id: number, error: string): void {
+    this.db
+      .prepare("UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ?")
+      .run(error, id);
+  }
+}

@@ -1,0 +1,8 @@
+import type { Tool } from "./define-tool.js";
+import { spillReadTool } from "./spill-read.js";
+
+/**
+ * Every built-in tool, in one list. Each feature adds its tools here (one tool per file);
+ * conditional tools decide through `isEnabled(config)`.
+ */
+export const builtinTools: Tool[] = [spillReadTool as Tool];

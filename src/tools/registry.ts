@@ -1,0 +1,211 @@
+import type { Logger } from "pino";
+import type { MagpieConfig } from "../config/schema.js";
+import type { ApprovalDecision, ApprovalGate } from "../core/approvals.js";
+import { errorMessage } from "../core/errors.js";
+import type { ToolCallContext, ToolRuntime } from "../core/tool-runtime.js";
+import type { LlmToolSpec, ToolCall } from "../llm/types.js";
+import type { AuditEntry } from "../store/audit.js";
+import { SessionScratch, type ToolContext, type ToolServices } from "./context.js";
+import { type Tool, ToolError, type ToolOutput, toolErrorText } from "./define-tool.js";
+import { describeZodError, toToolParameters } from "./json-schema.js";
+import type { SpillStore } from "./spill.js";
+import { ALWAYS_AVAILABLE, DEFAULT_SET, NEVER_FOR_SUBAGENTS, SUBAGENT_SET } from "./tool-sets.js";
+
+export interface ToolRegistryOptions {
+  config: MagpieConfig;
+  logger: Logger;
+  services: ToolServices;
+  approvals: ApprovalGate;
+  spill?: SpillStore;
+}
+
+const EXCERPT_CHARS = 500;
+
+/** Holds every tool, resolves tool sets, and runs calls: validate → approve → execute → redact → audit → spill. */
+export class ToolRegistry implements ToolRuntime {
+  private readonly tools = new Map<string, Tool>();
+  readonly scratch = new SessionScratch();
+
+  constructor(private readonly options: ToolRegistryOptions) {}
+
+  register(...tools: Tool[]): this {
+    for (const tool of tools) {
+      if (this.tools.has(tool.name)) throw new Error(`Tool "${tool.name}" is registered twice.`);
+      this.tools.set(tool.name, tool as Tool);
+    }
+    return this;
+  }
+
+  get(name: string): Tool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Names of the tools enabled under the current config. */
+  enabledNames(): string[] {
+    return [...this.tools.values()]
+      .filter((tool) => tool.isEnabled?.(this.options.config) ?? true)
+      .map((tool) => tool.name);
+  }
+
+  resolveToolSet(toolSet: string | string[]): string[] {
+    const enabled = new Set(this.enabledNames());
+    let names: string[];
+    if (Array.isArray(toolSet)) names = toolSet;
+    else if (toolSet === "full") names = [...enabled];
+    else if (toolSet === "subagent") names = [...SUBAGENT_SET];
+    else names = [...DEFAULT_SET];
+    if (toolSet === "subagent") names = names.filter((name) => !NEVER_FOR_SUBAGENTS.some((rule) => rule.test(name)));
+    const granted = names.filter((name) => enabled.has(name));
+    if (granted.length > 0) for (const name of ALWAYS_AVAILABLE) if (enabled.has(name)) granted.push(name);
+    return [...new Set(granted)];
+  }
+
+  specs(toolNames: string[]): LlmToolSpec[] {
+    return toolNames.flatMap((name) => {
+      const tool = this.tools.get(name);
+      if (!tool) return [];
+      return [
+        {
+          type: "function" as const,
+          function: {
+            name: tool.name,
+            description: tool.description,
+            parameters: toToolParameters(tool.inputSchema),
+          },
+        },
+      ];
+    });
+  }
+
+  async execute(call: ToolCall, allowedTools: string[], callContext: ToolCallContext): Promise<string> {
+    const started = performance.now();
+    const { redactor } = this.options.services;
+    const name = call.function.name;
+    const audit: AuditEntry = {
+      sessionKey: callContext.sessionKey,
+      agent: callContext.agent,
+      tool: name,
+      arguments: redactor.redact(call.function.arguments || "{}"),
+      verdict: "allow",
+      outcome: "ok",
+      durationMs: 0,
+    };
+    const warnings: string[] = [];
+    let text: string;
+    try {
+      const output = await this.run(call, allowedTools, callContext, audit, warnings);
+      text = typeof output === "string" ? output : JSON.stringify(output, null, 2);
+      if (warnings.length > 0) {
+        audit.verdict = audit.verdict === "allow" ? "warn" : audit.verdict;
+        text = `${warnings.map((warning) => `Warning: ${warning}`).join("\n")}\n${text}`;
+      }
+    } catch (error) {
+      const code = error instanceof ToolError ? error.code : "tool.failed";
+      const message =
+        error instanceof ToolError ? error.message : `Tool '${name}' failed: ${errorMessage(error)}`;
+      if (callContext.signal.aborted && !(error instanceof ToolError)) {
+        text = toolErrorText("tool.aborted", `Tool '${name}' was stopped.`);
+      } else {
+        text = toolErrorText(code, message);
+      }
+      audit.outcome = audit.verdict === "deny" || code.startsWith("approval.") ? "denied" : "error";
+      audit.errorCode = code;
+      if (!(error instanceof ToolError)) this.options.logger.warn({ tool: name, err: error }, "tool-call-failed");
+    }
+    text = redactor.redact(text);
+    audit.durationMs = performance.now() - started;
+    audit.resultExcerpt = text.slice(0, EXCERPT_CHARS);
+    try {
+      this.options.services.store.audit.record(audit);
+    } catch (error) {
+      this.options.logger.error({ err: error, tool: name }, "audit-write-failed");
+    }
+    return this.options.spill ? this.options.spill.maybeSpill(text, name) : text;
+  }
+
+  private async run(
+    call: ToolCall,
+    allowedTools: string[],
+    callContext: ToolCallContext,
+    audit: AuditEntry,
+    warnings: string[],
+  ): Promise<ToolOutput> {
+    const name = call.function.name;
+    const tool = this.tools.get(name);
+    if (!tool || !allowedTools.includes(name)) {
+      throw new ToolError(
+        "tool.not_available",
+        `There is no tool named '${name}' available here. Available tools: ${allowedTools.join(", ") || "none"}.`,
+      );
+    }
+    let rawInput: unknown;
+    try {
+      rawInput = call.function.arguments?.trim() ? JSON.parse(call.function.arguments) : {};
+    } catch {
+      throw new ToolError(
+        "tool.invalid_json",
+        `The arguments for '${name}' are not valid JSON: ${call.function.arguments.slice(0, 200)}`,
+      );
+    }
+    const parsed = tool.inputSchema.safeParse(rawInput);
+    if (!parsed.success) {
+      throw new ToolError(
+        "tool.invalid_arguments",
+        `Invalid arguments for '${name}': ${describeZodError(parsed.error)}. Fix them and call the tool again.`,
+      );
+    }
+    const context: ToolContext = {
+      ...callContext,
+      config: this.options.config,
+      logger: this.options.logger,
+      services: this.options.services,
+      scratch: this.scratch,
+      warn: (message) => warnings.push(message),
+      requireApproval: (action, reason) => this.requireApproval(tool, action, reason, callContext, audit),
+    };
+    const approval = await this.requireApproval(
+      tool,
+      `${name} ${this.options.services.redactor.redact(JSON.stringify(parsed.data))}`,
+      `risk:${tool.risk}`,
+      callContext,
+      audit,
+    );
+    if (approval !== "approved") throw approvalError(name, approval);
+    return await tool.execute(parsed.data, context);
+  }
+
+  /** Asks for approval when `security.approvals.require` lists the tool, its risk, or the given reason. */
+  private async requireApproval(
+    tool: Tool,
+    action: string,
+    reason: string,
+    callContext: ToolCallContext,
+    audit: AuditEntry,
+  ): Promise<ApprovalDecision> {
+    const { require, timeoutSecs } = this.options.config.security.approvals;
+    const needed =
+      require.includes(reason) || (reason.startsWith("risk:") && require.includes(tool.name));
+    if (!needed) return "approved";
+    const decision = await this.options.approvals.request({
+      sessionKey: callContext.sessionKey,
+      target: callContext.target,
+      tool: tool.name,
+      action,
+      reason,
+      timeoutMs: timeoutSecs * 1000,
+      signal: callContext.signal,
+    });
+    audit.verdict = decision === "approved" ? "approved" : decision === "timeout" ? "timeout" : "denied-by-user";
+    if (decision !== "approved") audit.outcome = "denied";
+    return decision;
+  }
+}
+
+function approvalError(tool: string, decision: ApprovalDecision): ToolError {
+  return decision === "timeout"
+    ? new ToolError("approval.timeout", `The owner did not approve '${tool}' in time; the call was not run.`)
+    : new ToolError("approval.denied", `The owner denied '${tool}'; the call was not run. Ask before retrying.`);
+}
+
+/** Every tool call a tool runs on behalf of another: re-exported for features that need it. */
+export type { ToolContext };
