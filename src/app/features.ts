@@ -1,0 +1,4 @@
+import type { MagpieFeature } from "./feature.js";
+
+/** Every feature, set up in this order. Each feature adds one line here. */
+export const features: MagpieFeature[] = [];
