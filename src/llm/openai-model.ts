@@ -1,0 +1,92 @@
+import OpenAI from "openai";
+import type { ChatCompletionChunk } from "openai/resources/chat/completions";
+import type {
+  ChatModel,
+  CompletionOptions,
+  CompletionRequest,
+  CompletionResult,
+  ToolCall,
+} from "./types.js";
+
+export interface OpenAiModelOptions {
+  apiKey?: string;
+  baseUrl?: string;
+  timeoutMs: number;
+  maxRetries: number;
+}
+
+/** ChatModel over any OpenAI-compatible chat-completions endpoint (OpenAI, OpenRouter, Ollama, llama.cpp, vLLM). */
+export class OpenAiChatModel implements ChatModel {
+  readonly client: OpenAI;
+
+  constructor(options: OpenAiModelOptions) {
+    this.client = new OpenAI({
+      // Local servers (Ollama, llama.cpp) accept any key; the SDK insists on one.
+      apiKey: options.apiKey ?? "not-needed",
+      baseURL: options.baseUrl,
+      timeout: options.timeoutMs,
+      maxRetries: options.maxRetries,
+    });
+  }
+
+  async complete(request: CompletionRequest, options: CompletionOptions = {}): Promise<CompletionResult> {
+    const body = {
+      model: request.model,
+      messages: request.messages,
+      ...(request.tools?.length ? { tools: request.tools } : {}),
+      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    };
+    if (!options.onTextDelta) {
+      const completion = await this.client.chat.completions.create(
+        { ...body, stream: false } as OpenAI.ChatCompletionCreateParamsNonStreaming,
+        { signal: options.signal },
+      );
+      const choice = completion.choices[0];
+      const toolCalls = (choice?.message.tool_calls ?? []).flatMap((call) =>
+        call.type === "function"
+          ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: call.function.arguments } }]
+          : [],
+      );
+      return {
+        content: choice?.message.content ?? null,
+        toolCalls,
+        finishReason: choice?.finish_reason ?? null,
+        usage: completion.usage
+          ? { promptTokens: completion.usage.prompt_tokens, completionTokens: completion.usage.completion_tokens }
+          : undefined,
+      };
+    }
+    const stream = await this.client.chat.completions.create(
+      { ...body, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming,
+      { signal: options.signal },
+    );
+    return accumulate(stream, options.onTextDelta);
+  }
+}
+
+/** Reassembles a streamed completion: text deltas are forwarded, tool-call fragments joined by index. */
+async function accumulate(
+  stream: AsyncIterable<ChatCompletionChunk>,
+  onTextDelta: (delta: string) => void,
+): Promise<CompletionResult> {
+  let content = "";
+  let finishReason: string | null = null;
+  const calls: ToolCall[] = [];
+  for await (const chunk of stream) {
+    const choice = chunk.choices?.[0];
+    if (!choice) continue;
+    const delta = choice.delta ?? {};
+    if (delta.content) {
+      content += delta.content;
+      onTextDelta(delta.content);
+    }
+    for (const fragment of delta.tool_calls ?? []) {
+      const call = (calls[fragment.index] ??= { id: "", type: "function", function: { name: "", arguments: "" } });
+      if (fragment.id) call.id = fragment.id;
+      if (fragment.function?.name) call.function.name += fragment.function.name;
+      if (fragment.function?.arguments) call.function.arguments += fragment.function.arguments;
+    }
+    if (choice.finish_reason) finishReason = choice.finish_reason;
+  }
+  return { content: content || null, toolCalls: calls.filter(Boolean), finishReason };
+}

@@ -1,0 +1,200 @@
+/**
+ * A scripted OpenAI-compatible server on 127.0.0.1: chat completions (stream and non-stream, tool calls) and
+ * embeddings. Each chat request consumes the next scripted step; an unexpected call (nothing scripted) answers
+ * 500 and is recorded, and `assertDone()` fails on unexpected or unconsumed calls.
+ */
+import { createHash } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface ChatRequestBody {
+  model: string;
+  messages: Array<{ role: string; content?: string | null; tool_calls?: unknown[]; tool_call_id?: string }>;
+  tools?: Array<{ type: string; function: { name: string; description?: string; parameters?: unknown } }>;
+  stream?: boolean;
+  [key: string]: unknown;
+}
+
+export type ScriptStep =
+  | { kind: "text"; text: string; expect?: (body: ChatRequestBody) => void }
+  | {
+      kind: "tool_calls";
+      calls: Array<{ id?: string; name: string; arguments: unknown }>;
+      text?: string;
+      expect?: (body: ChatRequestBody) => void;
+    }
+  | { kind: "error"; status: number; message: string; expect?: (body: ChatRequestBody) => void }
+  /** Never answers (timeouts); the connection is closed when the fake closes. */
+  | { kind: "hang"; expect?: (body: ChatRequestBody) => void }
+  /** Answers after `ms` with the inner step. */
+  | { kind: "delay"; ms: number; then: ScriptStep; expect?: (body: ChatRequestBody) => void };
+
+/** Builders for script steps. */
+export const reply = {
+  text: (text: string, expect?: (body: ChatRequestBody) => void): ScriptStep => ({ kind: "text", text, expect }),
+  toolCalls: (
+    calls: Array<{ id?: string; name: string; arguments: unknown }>,
+    expect?: (body: ChatRequestBody) => void,
+  ): ScriptStep => ({ kind: "tool_calls", calls, expect }),
+  error: (status: number, message = "scripted failure"): ScriptStep => ({ kind: "error", status, message }),
+  hang: (): ScriptStep => ({ kind: "hang" }),
+  delay: (ms: number, then: ScriptStep): ScriptStep => ({ kind: "delay", ms, then }),
+};
+
+export interface OpenAiFake {
+  /** Base URL including `/v1`, for `llm.baseUrl`. */
+  url: string;
+  /** Every chat request body, in order. */
+  requests: ChatRequestBody[];
+  embeddingRequests: Array<{ model: string; input: string[] }>;
+  /** Problems seen: unexpected calls, failed expectations. */
+  errors: string[];
+  script(...steps: ScriptStep[]): void;
+  /** Steps not yet consumed. */
+  pending(): number;
+  /** Throws when a call was unexpected or a scripted step was never consumed. */
+  assertDone(): void;
+  /** Embedding function (default: deterministic 384-dim hash vectors); set `embeddingStatus` to fail. */
+  embed: (text: string) => number[];
+  embeddingStatus: number | null;
+  close(): Promise<void>;
+}
+
+/** Deterministic pseudo-embedding: bag of hashed words, normalized (similar words → similar vectors). */
+export function hashEmbedding(text: string, dimensions = 384): number[] {
+  const vector = new Array<number>(dimensions).fill(0);
+  for (const word of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+    const digest = createHash("sha256").update(word).digest();
+    for (let i = 0; i < 4; i++) {
+      const index = digest.readUInt16BE(i * 2) % dimensions;
+      vector[index]! += digest[8 + i]! & 1 ? 1 : -1;
+    }
+  }
+  const norm = Math.hypot(...vector) || 1;
+  return vector.map((value) => value / norm);
+}
+
+export async function startOpenAiFake(): Promise<OpenAiFake> {
+  const steps: ScriptStep[] = [];
+  const sockets = new Set<import("node:net").Socket>();
+  const fake: OpenAiFake = {
+    url: "",
+    requests: [],
+    embeddingRequests: [],
+    errors: [],
+    script: (...more) => void steps.push(...more),
+    pending: () => steps.length,
+    assertDone() {
+      const problems = [...fake.errors];
+      if (steps.length > 0) problems.push(`${steps.length} scripted LLM step(s) were never consumed`);
+      if (problems.length > 0) throw new Error(`OpenAI fake: ${problems.join("; ")}`);
+    },
+    embed: (text) => hashEmbedding(text),
+    embeddingStatus: null,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+
+  let counter = 0;
+  const server = http.createServer(async (request, response) => {
+    let raw = "";
+    for await (const chunk of request) raw += chunk;
+    const body = raw ? JSON.parse(raw) : {};
+    const url = request.url ?? "";
+    if (request.method === "POST" && url.endsWith("/embeddings")) {
+      const input: string[] = Array.isArray(body.input) ? body.input : [body.input];
+      fake.embeddingRequests.push({ model: body.model, input });
+      if (fake.embeddingStatus) return json(response, fake.embeddingStatus, errorBody("embedding failure"));
+      return json(response, 200, {
+        object: "list",
+        model: body.model,
+        data: input.map((text, index) => ({ object: "embedding", index, embedding: fake.embed(text) })),
+        usage: { prompt_tokens: 0, total_tokens: 0 },
+      });
+    }
+    if (request.method !== "POST" || !url.endsWith("/chat/completions")) {
+      fake.errors.push(`unexpected request ${request.method} ${url}`);
+      return json(response, 404, errorBody(`no route ${url}`));
+    }
+    fake.requests.push(body as ChatRequestBody);
+    const step = steps.shift();
+    if (!step) {
+      fake.errors.push(`unexpected chat completion call #${fake.requests.length} (nothing scripted)`);
+      return json(response, 500, errorBody("OpenAI fake: unexpected call, nothing scripted"));
+    }
+    await answer(step, body as ChatRequestBody, response, `chatcmpl-${++counter}`);
+  });
+
+  async function answer(step: ScriptStep, body: ChatRequestBody, response: http.ServerResponse, id: string) {
+    try {
+      step.expect?.(body);
+    } catch (error) {
+      fake.errors.push(`expectation failed: ${(error as Error).message}`);
+    }
+    if (step.kind === "hang") return;
+    if (step.kind === "delay") {
+      await new Promise((resolve) => setTimeout(resolve, step.ms));
+      return answer(step.then, body, response, id);
+    }
+    if (step.kind === "error") return json(response, step.status, errorBody(step.message));
+    const text = step.kind === "text" ? step.text : (step.text ?? null);
+    const toolCalls =
+      step.kind === "tool_calls"
+        ? step.calls.map((call, index) => ({
+            id: call.id ?? `call_${id}_${index}`,
+            type: "function",
+            function: {
+              name: call.name,
+              arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
+            },
+          }))
+        : undefined;
+    const finish = toolCalls ? "tool_calls" : "stop";
+    if (!body.stream) {
+      return json(response, 200, {
+        id,
+        object: "chat.completion",
+        created: Math.floor(Date.now() / 1000),
+        model: body.model,
+        choices: [
+          { index: 0, finish_reason: finish, message: { role: "assistant", content: text, tool_calls: toolCalls } },
+        ],
+        usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
+      });
+    }
+    response.writeHead(200, { "content-type": "text/event-stream" });
+    const base = { id, object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model: body.model };
+    const send = (delta: unknown, finishReason: string | null = null) =>
+      response.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
+    send({ role: "assistant", content: "" });
+    if (text) for (const piece of text.match(/[\s\S]{1,8}/g) ?? []) send({ content: piece });
+    toolCalls?.forEach((call, index) => {
+      send({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] });
+      for (const piece of call.function.arguments.match(/[\s\S]{1,10}/g) ?? []) {
+        send({ tool_calls: [{ index, function: { arguments: piece } }] });
+      }
+    });
+    send({}, finish);
+    response.end("data: [DONE]\n\n");
+  }
+
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return fake;
+}
+
+function json(response: http.ServerResponse, status: number, body: unknown): void {
+  response.writeHead(status, { "content-type": "application/json" });
+  response.end(JSON.stringify(body));
+}
+
+function errorBody(message: string) {
+  return { error: { message, type: "fake_error", code: null } };
+}
