@@ -61,12 +61,7 @@ export const mcpServersSchema = z
   )
   .default({});
 
-export const cronSchema = z
-  .strictObject({
-    catchUp: z.boolean().default(true),
-    maxRunHistory: positiveInt.default(50),
-    jobs: z.array(z.record(z.string(), z.unknown())).default([]),
-  })
-  .prefault({});
+/** The scheduler's section lives in its own file. */
+export { cronSchema } from "./cron.js";
 
 export { positiveInt };
