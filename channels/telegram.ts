@@ -1,0 +1,436 @@
+import { Bot, type Context, GrammyError, HttpError, InlineKeyboard, webhookCallback } from "grammy";
+import type { Message, MessageEntity } from "grammy/types";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
+import type {
+  Attachment,
+  ChannelAdapter,
+  ChannelCapabilities,
+  ChannelStatus,
+  InboundMessage,
+  InboundSink,
+  OutboundMessage,
+  ReplyTarget,
+  SendProgress,
+  SendResult,
+} from "../src/core/types.js";
+import { ButtonIdMap, backoffDelay, StatusTracker } from "./channel-status.js";
+import { renderParts } from "./format/chunk.js";
+import { renderMarkdown } from "./format/markdown.js";
+import { type Pacer, telegramPacer } from "./format/pacer.js";
+import type { ChannelDeps } from "./index.js";
+
+const TOKEN_HINT = "Check TELEGRAM_BOT_TOKEN or channels.telegram.token.";
+const LIMIT = 4096;
+
+/** Inbound message ids are per chat on Telegram; Magpie's ids are `<chatId>:<messageId>` so they are unique. */
+const platformMessageId = (messageId: string): number => Number(messageId.split(":").pop());
+
+/** Telegram via grammY: long polling (default) or webhook at /telegram/webhook; HTML formatting. */
+export class TelegramChannel implements ChannelAdapter {
+  readonly name = "telegram";
+  readonly capabilities: ChannelCapabilities = {
+    maxMessageLength: LIMIT,
+    edit: true,
+    buttons: true,
+    typing: true,
+    threads: true,
+  };
+  private readonly bot: Bot;
+  private readonly status$ = new StatusTracker();
+  private readonly buttonIds = new ButtonIdMap(64);
+  private readonly pacer: Pacer | null;
+  private readonly config: ChannelDeps["config"]["channels"]["telegram"];
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly deps: ChannelDeps) {
+    this.config = deps.config.channels.telegram;
+    const token = this.config.token;
+    if (!token) {
+      throw new MagpieError(
+        "channel.telegram.no_token",
+        "Telegram is enabled but has no token. Set TELEGRAM_BOT_TOKEN or channels.telegram.token.",
+      );
+    }
+    if (this.config.mode === "webhook" && !this.config.webhookSecret) {
+      throw new MagpieError(
+        "channel.telegram.no_webhook_secret",
+        "channels.telegram.mode is webhook but channels.telegram.webhookSecret is not set: set a random secret so forged updates are refused.",
+      );
+    }
+    this.bot = new Bot(token, { client: this.config.apiRoot ? { apiRoot: this.config.apiRoot } : {} });
+    this.pacer = this.config.pacing ? telegramPacer() : null;
+    this.bot.api.config.use(async (previous, method, payload, signal) => {
+      if (method !== "getUpdates") return previous(method, payload, signal);
+      try {
+        const result = await previous(method, payload, signal);
+        if (!this.stopped) this.status$.set("connected");
+        return result;
+      } catch (error) {
+        if (!this.stopped && !signal?.aborted)
+          this.status$.set("reconnecting", `getUpdates failed: ${errorMessage(error)}`);
+        throw error;
+      }
+    });
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    this.bot.on("message", (context) => this.onMessage(context, sink));
+    this.bot.on("callback_query:data", async (context) => {
+      await context.answerCallbackQuery().catch(() => undefined);
+      const query = context.callbackQuery;
+      const chat = query.message?.chat;
+      if (!chat || query.from.is_bot) return;
+      await sink.buttonPressed({
+        channel: this.name,
+        chatId: String(chat.id),
+        threadId: query.message?.is_topic_message ? String(query.message.message_thread_id) : undefined,
+        userId: String(query.from.id),
+        userName: displayName(query.from),
+        isDirect: chat.type === "private",
+        buttonId: this.buttonIds.decode(query.data),
+        messageId: query.message ? String(query.message.message_id) : undefined,
+      });
+    });
+    this.bot.catch((error) => {
+      this.deps.logger.error({ err: error.error, channel: this.name }, "telegram update handling failed");
+    });
+    await this.connect();
+  }
+
+  /** getMe (token check), then polling or the webhook route; network trouble at start-up retries with back-off. */
+  private async connect(attempt = 0): Promise<void> {
+    try {
+      await this.bot.init();
+    } catch (error) {
+      if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404)) {
+        const message = `Telegram rejected the token (${error.error_code}). ${TOKEN_HINT}`;
+        this.status$.set("failed", message);
+        throw new MagpieError("channel.telegram.unauthorized", message, { cause: error });
+      }
+      this.status$.set("reconnecting", `cannot reach Telegram: ${errorMessage(error)}`);
+      this.deps.logger.warn(
+        { channel: this.name, err: errorMessage(error) },
+        "telegram unreachable, retrying",
+      );
+      this.retryTimer = setTimeout(() => {
+        this.connect(attempt + 1).catch((inner) => this.status$.set("failed", errorMessage(inner)));
+      }, backoffDelay(attempt));
+      return;
+    }
+    if (this.stopped) return;
+    if (this.config.mode === "webhook") {
+      const handler = webhookCallback(this.bot, "http", { secretToken: this.config.webhookSecret });
+      this.deps.http.route("POST", "/telegram/webhook", handler);
+      if (this.config.webhookUrl) {
+        await this.bot.api.setWebhook(this.config.webhookUrl, { secret_token: this.config.webhookSecret });
+      }
+      this.status$.set("connected");
+      return;
+    }
+    this.bot
+      .start({ drop_pending_updates: false, onStart: () => this.status$.set("connected") })
+      .catch((error) => {
+        const detail =
+          error instanceof GrammyError && error.error_code === 401
+            ? `Telegram rejected the token (401). ${TOKEN_HINT}`
+            : error instanceof GrammyError && error.error_code === 409
+              ? "Another process is polling this bot (409 Conflict): stop it, or use webhook mode."
+              : `polling stopped: ${errorMessage(error)}`;
+        this.status$.set("failed", detail);
+        this.deps.logger.error({ channel: this.name }, detail);
+      });
+  }
+
+  private async onMessage(context: Context, sink: InboundSink): Promise<void> {
+    const message = context.message;
+    if (!message?.from || message.from.is_bot) return;
+    const inbound = this.normalize(message);
+    // Awaited on purpose: grammY asks for the next offset only after this resolves (inbox first, then ack).
+    await sink.message(inbound);
+  }
+
+  private normalize(message: Message): InboundMessage {
+    const me = this.bot.botInfo;
+    const text = message.text ?? message.caption ?? "";
+    const entities = message.entities ?? message.caption_entities ?? [];
+    const replied = message.reply_to_message;
+    const mentionsBot =
+      entities.some((entity) => mentionsMe(entity, text, me.username, me.id)) || replied?.from?.id === me.id;
+    return {
+      channel: this.name,
+      chatId: String(message.chat.id),
+      threadId:
+        message.is_topic_message && message.message_thread_id ? String(message.message_thread_id) : undefined,
+      messageId: `${message.chat.id}:${message.message_id}`,
+      userId: String(message.from!.id),
+      userName: displayName(message.from!),
+      text,
+      isDirect: message.chat.type === "private",
+      mentionsBot,
+      replyTo: replied
+        ? {
+            messageId: `${message.chat.id}:${replied.message_id}`,
+            userId: replied.from ? String(replied.from.id) : undefined,
+            text: replied.text ?? replied.caption,
+            fromBot: replied.from?.id === me.id,
+          }
+        : undefined,
+      attachments: attachmentsOf(message),
+      receivedAt: message.date * 1000,
+      raw: message,
+    };
+  }
+
+  async send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
+    const parts =
+      message.format === "plain"
+        ? renderParts(message.text, LIMIT, (text) => text).map((part) => ({
+            formatted: part.plain,
+            plain: part.plain,
+          }))
+        : renderParts(message.text, LIMIT, (text) => renderMarkdown(text, "telegram-html"));
+    const messageIds: string[] = [];
+    const skip = progress?.partsSent ?? 0;
+    for (let index = skip; index < parts.length; index++) {
+      const part = parts[index]!;
+      const isLast = index === parts.length - 1;
+      const keyboard = isLast && message.buttons ? this.keyboard(message.buttons) : undefined;
+      let id: string;
+      if (index === 0 && message.editMessageId) {
+        await this.editText(target, platformMessageId(message.editMessageId), part, message.format, keyboard);
+        id = message.editMessageId;
+      } else {
+        await this.pacer?.wait(target.chatId);
+        id = await this.sendText(target, part, message.format, keyboard, index === 0);
+      }
+      messageIds.push(id);
+      progress?.onPartSent(index, id);
+    }
+    return { messageIds };
+  }
+
+  private async sendText(
+    target: ReplyTarget,
+    part: { formatted: string; plain: string },
+    format: OutboundMessage["format"],
+    keyboard: InlineKeyboard | undefined,
+    threaded: boolean,
+  ): Promise<string> {
+    const base = {
+      ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
+      ...(threaded && target.replyToMessageId
+        ? {
+            reply_parameters: {
+              message_id: platformMessageId(target.replyToMessageId),
+              allow_sending_without_reply: true,
+            },
+          }
+        : {}),
+      ...(keyboard ? { reply_markup: keyboard } : {}),
+    };
+    try {
+      if (format === "plain")
+        return String((await this.bot.api.sendMessage(target.chatId, part.plain, base)).message_id);
+      try {
+        const sent = await this.bot.api.sendMessage(target.chatId, part.formatted, {
+          ...base,
+          parse_mode: "HTML",
+        });
+        return String(sent.message_id);
+      } catch (error) {
+        if (!isFormattingRejection(error)) throw error;
+        this.deps.logger.warn(
+          { channel: this.name },
+          "Telegram rejected the formatting; resending as plain text",
+        );
+        return String((await this.bot.api.sendMessage(target.chatId, part.plain, base)).message_id);
+      }
+    } catch (error) {
+      throw toSendError(error);
+    }
+  }
+
+  private async editText(
+    target: ReplyTarget,
+    messageId: number,
+    part: { formatted: string; plain: string },
+    format: OutboundMessage["format"],
+    keyboard?: InlineKeyboard,
+  ): Promise<void> {
+    const base = keyboard ? { reply_markup: keyboard } : {};
+    try {
+      try {
+        if (format === "plain")
+          await this.bot.api.editMessageText(target.chatId, messageId, part.plain, base);
+        else
+          await this.bot.api.editMessageText(target.chatId, messageId, part.formatted, {
+            ...base,
+            parse_mode: "HTML",
+          });
+      } catch (error) {
+        if (!isFormattingRejection(error)) throw error;
+        await this.bot.api.editMessageText(target.chatId, messageId, part.plain, base);
+      }
+    } catch (error) {
+      if (error instanceof GrammyError && /message is not modified/i.test(error.description)) return;
+      throw toSendError(error);
+    }
+  }
+
+  async edit(target: ReplyTarget, messageId: string, message: OutboundMessage): Promise<void> {
+    const [part] = renderParts(message.text, LIMIT, (text) => renderMarkdown(text, "telegram-html"));
+    if (!part) return;
+    await this.editText(
+      target,
+      platformMessageId(messageId),
+      part,
+      message.format,
+      message.buttons ? this.keyboard(message.buttons) : undefined,
+    );
+  }
+
+  async typing(target: ReplyTarget): Promise<void> {
+    await this.bot.api
+      .sendChatAction(
+        target.chatId,
+        "typing",
+        target.threadId ? { message_thread_id: Number(target.threadId) } : {},
+      )
+      .catch((error) =>
+        this.deps.logger.debug({ channel: this.name, err: errorMessage(error) }, "typing failed"),
+      );
+  }
+
+  async download(attachment: Attachment): Promise<Buffer> {
+    const file = await this.bot.api.getFile(attachment.id);
+    if (!file.file_path)
+      throw new MagpieError("channel.telegram.no_file", `Telegram has no file for ${attachment.id}.`);
+    const root = this.config.apiRoot ?? "https://api.telegram.org";
+    const response = await fetch(`${root}/file/bot${this.config.token}/${file.file_path}`);
+    if (!response.ok)
+      throw new MagpieError(
+        "channel.telegram.download_failed",
+        `Telegram file download failed (${response.status}).`,
+      );
+    return Buffer.from(await response.arrayBuffer());
+  }
+
+  private keyboard(rows: NonNullable<OutboundMessage["buttons"]>): InlineKeyboard {
+    const keyboard = new InlineKeyboard();
+    for (const row of rows) {
+      for (const button of row) keyboard.text(button.label, this.buttonIds.encode(button.id));
+      keyboard.row();
+    }
+    return keyboard;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.bot.isRunning()) await this.bot.stop().catch(() => undefined);
+    this.status$.set("stopped");
+  }
+
+  status(): ChannelStatus {
+    return this.status$.get();
+  }
+}
+
+function displayName(user: { first_name: string; last_name?: string; username?: string }): string {
+  return user.username ? `@${user.username}` : [user.first_name, user.last_name].filter(Boolean).join(" ");
+}
+
+function mentionsMe(entity: MessageEntity, text: string, username: string, botId: number): boolean {
+  if (entity.type === "text_mention") return entity.user.id === botId;
+  if (entity.type === "mention" || entity.type === "bot_command") {
+    const value = text.slice(entity.offset, entity.offset + entity.length).toLowerCase();
+    return entity.type === "mention"
+      ? value === `@${username.toLowerCase()}`
+      : value.endsWith(`@${username.toLowerCase()}`);
+  }
+  return false;
+}
+
+function attachmentsOf(message: Message): Attachment[] {
+  const out: Attachment[] = [];
+  const largestPhoto = message.photo?.at(-1);
+  if (largestPhoto)
+    out.push({ kind: "image", id: largestPhoto.file_id, mime: "image/jpeg", size: largestPhoto.file_size });
+  if (message.document) {
+    const doc = message.document;
+    out.push({
+      kind: "file",
+      id: doc.file_id,
+      name: doc.file_name,
+      mime: doc.mime_type,
+      size: doc.file_size,
+    });
+  }
+  if (message.audio)
+    out.push({
+      kind: "audio",
+      id: message.audio.file_id,
+      name: message.audio.file_name,
+      mime: message.audio.mime_type,
+      size: message.audio.file_size,
+    });
+  if (message.voice)
+    out.push({
+      kind: "voice",
+      id: message.voice.file_id,
+      mime: message.voice.mime_type,
+      size: message.voice.file_size,
+    });
+  if (message.video)
+    out.push({
+      kind: "video",
+      id: message.video.file_id,
+      name: message.video.file_name,
+      mime: message.video.mime_type,
+      size: message.video.file_size,
+    });
+  if (message.sticker)
+    out.push({ kind: "sticker", id: message.sticker.file_id, size: message.sticker.file_size });
+  return out;
+}
+
+function isFormattingRejection(error: unknown): boolean {
+  return (
+    error instanceof GrammyError &&
+    error.error_code === 400 &&
+    /can't parse entities|parse entities|unsupported start tag/i.test(error.description)
+  );
+}
+
+/** Maps a grammY failure onto the outbox's retry contract. */
+function toSendError(error: unknown): ChannelSendError {
+  if (error instanceof ChannelSendError) return error;
+  if (error instanceof GrammyError) {
+    if (error.error_code === 429) {
+      const seconds = error.parameters.retry_after ?? 1;
+      return new ChannelSendError(`Telegram rate limit: retry after ${seconds} s`, {
+        code: "channel.rate_limited",
+        retryAfterMs: seconds * 1000,
+        cause: error,
+      });
+    }
+    return new ChannelSendError(`Telegram refused the message (${error.error_code}): ${error.description}`, {
+      code: "channel.telegram.refused",
+      permanent: error.error_code >= 400 && error.error_code < 500,
+      cause: error,
+    });
+  }
+  if (error instanceof HttpError) {
+    return new ChannelSendError(`Telegram unreachable: ${errorMessage(error.error)}`, {
+      code: "channel.network",
+      cause: error,
+    });
+  }
+  return new ChannelSendError(`Telegram send failed: ${errorMessage(error)}`, { cause: error });
+}
+
+/** Factory used by channels/index.ts. */
+export function createTelegramChannel(deps: ChannelDeps): ChannelAdapter {
+  return new TelegramChannel(deps);
+}
