@@ -5,7 +5,7 @@ import type { AccessControl } from "../core/access.js";
 import type { ApprovalGate } from "../core/approvals.js";
 import type { CommandRegistry } from "../core/commands.js";
 import type { AgentHooks } from "../core/hooks.js";
-import type { ButtonPress, ChannelAdapter, OutboundMessage, ReplyTarget } from "../core/types.js";
+import type { ButtonHandler, ChannelAdapter, OutboundMessage, ReplyTarget } from "../core/types.js";
 import type { ChatModel } from "../llm/types.js";
 import type { Redactor } from "../security/redact.js";
 import type { Store } from "../store/index.js";
@@ -23,6 +23,8 @@ export interface HttpRoutes {
 /** Sends through the durable outbox (retries, exactly once). Returns the outbox id. */
 export interface Messenger {
   send(target: ReplyTarget, message: OutboundMessage, origin?: OutboxOrigin): number;
+  /** Resolves when the outbox item is sent or finally failed ("pending" if `timeoutMs` passes first). */
+  waitForDelivery(outboxId: number, timeoutMs: number): Promise<"sent" | "failed" | "pending">;
 }
 
 /** Runs an agent turn outside any chat session (scheduled prompts, delegation). */
@@ -40,8 +42,7 @@ export interface AgentRunner {
   }): Promise<{ ok: boolean; text: string }>;
 }
 
-/** A button press not claimed by the core (approvals claim theirs); return true when handled. */
-export type ButtonHandler = (press: ButtonPress) => Promise<boolean> | boolean;
+export type { ButtonHandler };
 
 /** What a feature sees while it sets itself up. */
 export interface AppContext {

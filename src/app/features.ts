@@ -1,4 +1,5 @@
+import { memoryFeature } from "../memory/feature.js";
 import type { MagpieFeature } from "./feature.js";
 
 /** Every feature, set up in this order. Each feature adds one line here. */
-export const features: MagpieFeature[] = [];
+export const features: MagpieFeature[] = [memoryFeature];

@@ -60,12 +60,14 @@ export function parseConfig(
   const problems: string[] = [];
   const root = raw ?? {};
   if (typeof root !== "object" || Array.isArray(root)) {
-    throw new ConfigError(["(root): the config file must be a YAML mapping of keys (see config/magpie.example.yaml)."]);
+    throw new ConfigError([
+      "(root): the config file must be a YAML mapping of keys (see config/magpie.example.yaml).",
+    ]);
   }
   const interpolated = interpolate(root, [], env, problems) as Record<string, unknown>;
   applyEnvFallbacks(interpolated, env);
 
-  const result = configSchema.safeParse(interpolated);
+  const result = configSchema.safeParse(interpolated, { reportInput: true });
   if (!result.success) problems.push(...formatConfigIssues(configSchema, result.error.issues));
   if (problems.length > 0 || !result.success) throw new ConfigError(problems);
 
@@ -96,7 +98,12 @@ function parseYaml(text: string, file: string): unknown {
 const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /** Replaces `${VAR}` and `${VAR:-default}` in every string; unset variables are reported by key path. */
-function interpolate(value: unknown, keyPath: PropertyKey[], env: NodeJS.ProcessEnv, problems: string[]): unknown {
+function interpolate(
+  value: unknown,
+  keyPath: PropertyKey[],
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+): unknown {
   if (typeof value === "string") {
     return value.replace(VARIABLE, (match, name: string, fallback: string | undefined) => {
       const found = env[name];
@@ -108,10 +115,12 @@ function interpolate(value: unknown, keyPath: PropertyKey[], env: NodeJS.Process
       return "";
     });
   }
-  if (Array.isArray(value)) return value.map((item, index) => interpolate(item, [...keyPath, index], env, problems));
+  if (Array.isArray(value))
+    return value.map((item, index) => interpolate(item, [...keyPath, index], env, problems));
   if (value && typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) out[key] = interpolate(inner, [...keyPath, key], env, problems);
+    for (const [key, inner] of Object.entries(value))
+      out[key] = interpolate(inner, [...keyPath, key], env, problems);
     return out;
   }
   return value;
@@ -133,7 +142,8 @@ function applyEnvFallbacks(root: Record<string, unknown>, env: NodeJS.ProcessEnv
       node = node[segment] as Record<string, unknown>;
     }
     const last = keyPath[keyPath.length - 1]!;
-    if (!blocked && (node[last] === undefined || node[last] === null || node[last] === "")) node[last] = value;
+    if (!blocked && (node[last] === undefined || node[last] === null || node[last] === ""))
+      node[last] = value;
   }
 }
 
@@ -157,7 +167,9 @@ function checkSemantics(config: MagpieConfig): string[] {
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: config.timezone });
   } catch {
-    problems.push(`timezone: unknown time zone "${config.timezone}" — use an IANA name like Europe/Berlin or UTC.`);
+    problems.push(
+      `timezone: unknown time zone "${config.timezone}" — use an IANA name like Europe/Berlin or UTC.`,
+    );
   }
   return problems;
 }

@@ -25,6 +25,8 @@ export interface InboundMessage {
   channel: string;
   chatId: string;
   threadId?: string;
+  /** The server a group chat belongs to (Discord guild), for access rules that name it. */
+  guildId?: string;
   messageId: string;
   userId: string;
   userName: string;
@@ -112,6 +114,9 @@ export type AcceptResult =
   | { status: "duplicate" }
   | { status: "denied"; reason: string }
   | { status: "rejected"; reason: string };
+
+/** Claims a button press (approvals, choices); returns true when handled. */
+export type ButtonHandler = (press: ButtonPress) => Promise<boolean> | boolean;
 
 /** What an adapter hands inbound traffic to. `message` resolves after the inbox write: only then acknowledge. */
 export interface InboundSink {

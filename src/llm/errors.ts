@@ -8,7 +8,10 @@ export interface LlmFailure {
 }
 
 /** Maps an LLM error (401, 404, 429, 5xx, timeout, unreachable …) to a short reply and a code for the log. */
-export function describeLlmError(error: unknown, context: { baseUrl?: string; model: string; timeoutMs: number }): LlmFailure {
+export function describeLlmError(
+  error: unknown,
+  context: { baseUrl?: string; model: string; timeoutMs: number },
+): LlmFailure {
   const where = context.baseUrl ?? "https://api.openai.com/v1";
   if (error instanceof OpenAI.APIConnectionTimeoutError) {
     return {
@@ -42,7 +45,8 @@ export function describeLlmError(error: unknown, context: { baseUrl?: string; mo
       return {
         code: "llm.rate_limited",
         status,
-        userMessage: "The language model provider is rate-limiting or out of quota (429). Please try again in a minute.",
+        userMessage:
+          "The language model provider is rate-limiting or out of quota (429). Please try again in a minute.",
       };
     }
     if (status !== undefined && status >= 500) {

@@ -1,12 +1,6 @@
 import OpenAI from "openai";
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
-import type {
-  ChatModel,
-  CompletionOptions,
-  CompletionRequest,
-  CompletionResult,
-  ToolCall,
-} from "./types.js";
+import type { ChatModel, CompletionOptions, CompletionRequest, CompletionResult, ToolCall } from "./types.js";
 
 export interface OpenAiModelOptions {
   apiKey?: string;
@@ -44,7 +38,13 @@ export class OpenAiChatModel implements ChatModel {
       const choice = completion.choices[0];
       const toolCalls = (choice?.message.tool_calls ?? []).flatMap((call) =>
         call.type === "function"
-          ? [{ id: call.id, type: "function" as const, function: { name: call.function.name, arguments: call.function.arguments } }]
+          ? [
+              {
+                id: call.id,
+                type: "function" as const,
+                function: { name: call.function.name, arguments: call.function.arguments },
+              },
+            ]
           : [],
       );
       return {
@@ -52,7 +52,10 @@ export class OpenAiChatModel implements ChatModel {
         toolCalls,
         finishReason: choice?.finish_reason ?? null,
         usage: completion.usage
-          ? { promptTokens: completion.usage.prompt_tokens, completionTokens: completion.usage.completion_tokens }
+          ? {
+              promptTokens: completion.usage.prompt_tokens,
+              completionTokens: completion.usage.completion_tokens,
+            }
           : undefined,
       };
     }
@@ -81,7 +84,11 @@ async function accumulate(
       onTextDelta(delta.content);
     }
     for (const fragment of delta.tool_calls ?? []) {
-      const call = (calls[fragment.index] ??= { id: "", type: "function", function: { name: "", arguments: "" } });
+      let call = calls[fragment.index];
+      if (!call) {
+        call = { id: "", type: "function", function: { name: "", arguments: "" } };
+        calls[fragment.index] = call;
+      }
       if (fragment.id) call.id = fragment.id;
       if (fragment.function?.name) call.function.name += fragment.function.name;
       if (fragment.function?.arguments) call.function.arguments += fragment.function.arguments;

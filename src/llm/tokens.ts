@@ -8,7 +8,8 @@ export function estimateTokens(text: string | null | undefined): number {
 export function estimateMessageTokens(message: ChatMessage): number {
   let tokens = 4 + estimateTokens(message.content);
   if (message.role === "assistant" && message.tool_calls) {
-    for (const call of message.tool_calls) tokens += estimateTokens(call.function.name + call.function.arguments) + 4;
+    for (const call of message.tool_calls)
+      tokens += estimateTokens(call.function.name + call.function.arguments) + 4;
   }
   return tokens;
 }

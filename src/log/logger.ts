@@ -1,4 +1,4 @@
-import { pino, type Logger } from "pino";
+import { type Logger, pino } from "pino";
 import type { Redactor } from "../security/redact.js";
 
 export type { Logger };
@@ -51,7 +51,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 function serializeErrors(object: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(object)) {
-    out[key] = value instanceof Error ? { type: value.name, message: value.message, stack: value.stack } : value;
+    out[key] =
+      value instanceof Error ? { type: value.name, message: value.message, stack: value.stack } : value;
   }
   return out;
 }
@@ -66,7 +67,9 @@ function loadPretty(): NodeJS.WritableStream | null {
       prettyFactory = null;
     }
   }
-  return prettyFactory ? prettyFactory({ colorize: true, translateTime: "HH:MM:ss", ignore: "pid,hostname" }) : null;
+  return prettyFactory
+    ? prettyFactory({ colorize: true, translateTime: "HH:MM:ss", ignore: "pid,hostname" })
+    : null;
 }
 
 import { createRequire } from "node:module";

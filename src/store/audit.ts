@@ -14,7 +14,8 @@ export interface AuditEntry {
   at?: number;
 }
 
-export interface AuditRecord extends Required<Omit<AuditEntry, "errorCode" | "resultExcerpt" | "sessionKey" | "agent">> {
+export interface AuditRecord
+  extends Required<Omit<AuditEntry, "errorCode" | "resultExcerpt" | "sessionKey" | "agent">> {
   id: number;
   sessionKey: string | null;
   agent: string | null;

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { type Migration, migrations as allMigrations } from "./migrations/index.js";
+import { migrations as allMigrations, type Migration } from "./migrations/index.js";
 
 export type Db = Database.Database;
 
@@ -22,12 +22,7 @@ export function migrate(db: Db, migrations: Migration[]): number[] {
   db.exec(
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
   );
-  const done = new Set(
-    db
-      .prepare("SELECT version FROM schema_migrations")
-      .pluck()
-      .all() as number[],
-  );
+  const done = new Set(db.prepare("SELECT version FROM schema_migrations").pluck().all() as number[]);
   const applied: number[] = [];
   const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
   for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {

@@ -17,7 +17,8 @@ interface MessageRow {
 }
 
 function toMessage(row: MessageRow): ChatMessage {
-  if (row.role === "tool") return { role: "tool", tool_call_id: row.tool_call_id ?? "", content: row.content ?? "" };
+  if (row.role === "tool")
+    return { role: "tool", tool_call_id: row.tool_call_id ?? "", content: row.content ?? "" };
   if (row.role === "assistant") {
     const toolCalls = row.tool_calls ? JSON.parse(row.tool_calls) : undefined;
     return toolCalls?.length
@@ -40,7 +41,11 @@ export class HistoryRepository {
       .run(sessionKey, agent, at, at);
   }
 
-  append(sessionKey: string, messages: Array<{ message: ChatMessage; tokens: number }>, at = Date.now()): void {
+  append(
+    sessionKey: string,
+    messages: Array<{ message: ChatMessage; tokens: number }>,
+    at = Date.now(),
+  ): void {
     const insert = this.db.prepare(
       "INSERT INTO messages (session_key, role, content, tool_calls, tool_call_id, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );
@@ -51,7 +56,9 @@ export class HistoryRepository {
           sessionKey,
           message.role,
           message.content,
-          message.role === "assistant" && message.tool_calls?.length ? JSON.stringify(message.tool_calls) : null,
+          message.role === "assistant" && message.tool_calls?.length
+            ? JSON.stringify(message.tool_calls)
+            : null,
           message.role === "tool" ? message.tool_call_id : null,
           tokens,
           at,
@@ -79,7 +86,9 @@ export class HistoryRepository {
   compact(sessionKey: string, throughId: number, summary: string): void {
     this.db.transaction(() => {
       this.db.prepare("DELETE FROM messages WHERE session_key = ? AND id <= ?").run(sessionKey, throughId);
-      this.db.prepare("UPDATE sessions SET summary = ?, updated_at = ? WHERE key = ?").run(summary, Date.now(), sessionKey);
+      this.db
+        .prepare("UPDATE sessions SET summary = ?, updated_at = ? WHERE key = ?")
+        .run(summary, Date.now(), sessionKey);
     })();
   }
 

@@ -36,7 +36,14 @@ export class InboxRepository {
         `INSERT INTO inbox (channel, message_id, session_key, payload, status, received_at)
          VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (channel, message_id) DO NOTHING`,
       )
-      .run(message.channel, message.messageId, sessionKey, JSON.stringify(persisted), status, message.receivedAt);
+      .run(
+        message.channel,
+        message.messageId,
+        sessionKey,
+        JSON.stringify(persisted),
+        status,
+        message.receivedAt,
+      );
     return result.changes === 1 ? Number(result.lastInsertRowid) : null;
   }
 

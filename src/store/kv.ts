@@ -5,7 +5,9 @@ export class KvRepository {
   constructor(private readonly db: Db) {}
 
   get<T>(key: string): T | undefined {
-    const row = this.db.prepare("SELECT value FROM kv WHERE key = ?").get(key) as { value: string } | undefined;
+    const row = this.db.prepare("SELECT value FROM kv WHERE key = ?").get(key) as
+      | { value: string }
+      | undefined;
     return row ? (JSON.parse(row.value) as T) : undefined;
   }
 

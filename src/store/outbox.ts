@@ -100,14 +100,18 @@ export class OutboxRepository {
 
   /** Earliest next attempt among pending items, or null when none are pending. */
   nextDueAt(): number | null {
-    const row = this.db.prepare("SELECT MIN(next_attempt_at) AS at FROM outbox WHERE status = 'pending'").get() as {
+    const row = this.db
+      .prepare("SELECT MIN(next_attempt_at) AS at FROM outbox WHERE status = 'pending'")
+      .get() as {
       at: number | null;
     };
     return row.at;
   }
 
   pendingCount(): number {
-    return (this.db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'").get() as { n: number }).n;
+    return (
+      this.db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'").get() as { n: number }
+    ).n;
   }
 
   recordPart(id: number, partIndex: number, platformMessageId: string): void {

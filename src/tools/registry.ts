@@ -54,7 +54,8 @@ export class ToolRegistry implements ToolRuntime {
     else if (toolSet === "full") names = [...enabled];
     else if (toolSet === "subagent") names = [...SUBAGENT_SET];
     else names = [...DEFAULT_SET];
-    if (toolSet === "subagent") names = names.filter((name) => !NEVER_FOR_SUBAGENTS.some((rule) => rule.test(name)));
+    if (toolSet === "subagent")
+      names = names.filter((name) => !NEVER_FOR_SUBAGENTS.some((rule) => rule.test(name)));
     const granted = names.filter((name) => enabled.has(name));
     if (granted.length > 0) for (const name of ALWAYS_AVAILABLE) if (enabled.has(name)) granted.push(name);
     return [...new Set(granted)];
@@ -110,7 +111,8 @@ export class ToolRegistry implements ToolRuntime {
       }
       audit.outcome = audit.verdict === "deny" || code.startsWith("approval.") ? "denied" : "error";
       audit.errorCode = code;
-      if (!(error instanceof ToolError)) this.options.logger.warn({ tool: name, err: error }, "tool-call-failed");
+      if (!(error instanceof ToolError))
+        this.options.logger.warn({ tool: name, err: error }, "tool-call-failed");
     }
     text = redactor.redact(text);
     audit.durationMs = performance.now() - started;
@@ -183,8 +185,7 @@ export class ToolRegistry implements ToolRuntime {
     audit: AuditEntry,
   ): Promise<ApprovalDecision> {
     const { require, timeoutSecs } = this.options.config.security.approvals;
-    const needed =
-      require.includes(reason) || (reason.startsWith("risk:") && require.includes(tool.name));
+    const needed = require.includes(reason) || (reason.startsWith("risk:") && require.includes(tool.name));
     if (!needed) return "approved";
     const decision = await this.options.approvals.request({
       sessionKey: callContext.sessionKey,
@@ -195,7 +196,8 @@ export class ToolRegistry implements ToolRuntime {
       timeoutMs: timeoutSecs * 1000,
       signal: callContext.signal,
     });
-    audit.verdict = decision === "approved" ? "approved" : decision === "timeout" ? "timeout" : "denied-by-user";
+    audit.verdict =
+      decision === "approved" ? "approved" : decision === "timeout" ? "timeout" : "denied-by-user";
     if (decision !== "approved") audit.outcome = "denied";
     return decision;
   }
@@ -204,7 +206,10 @@ export class ToolRegistry implements ToolRuntime {
 function approvalError(tool: string, decision: ApprovalDecision): ToolError {
   return decision === "timeout"
     ? new ToolError("approval.timeout", `The owner did not approve '${tool}' in time; the call was not run.`)
-    : new ToolError("approval.denied", `The owner denied '${tool}'; the call was not run. Ask before retrying.`);
+    : new ToolError(
+        "approval.denied",
+        `The owner denied '${tool}'; the call was not run. Ask before retrying.`,
+      );
 }
 
 /** Every tool call a tool runs on behalf of another: re-exported for features that need it. */

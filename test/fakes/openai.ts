@@ -31,7 +31,11 @@ export type ScriptStep =
 
 /** Builders for script steps. */
 export const reply = {
-  text: (text: string, expect?: (body: ChatRequestBody) => void): ScriptStep => ({ kind: "text", text, expect }),
+  text: (text: string, expect?: (body: ChatRequestBody) => void): ScriptStep => ({
+    kind: "text",
+    text,
+    expect,
+  }),
   toolCalls: (
     calls: Array<{ id?: string; name: string; arguments: unknown }>,
     expect?: (body: ChatRequestBody) => void,
@@ -160,19 +164,34 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
         created: Math.floor(Date.now() / 1000),
         model: body.model,
         choices: [
-          { index: 0, finish_reason: finish, message: { role: "assistant", content: text, tool_calls: toolCalls } },
+          {
+            index: 0,
+            finish_reason: finish,
+            message: { role: "assistant", content: text, tool_calls: toolCalls },
+          },
         ],
         usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
       });
     }
     response.writeHead(200, { "content-type": "text/event-stream" });
-    const base = { id, object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model: body.model };
+    const base = {
+      id,
+      object: "chat.completion.chunk",
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+    };
     const send = (delta: unknown, finishReason: string | null = null) =>
-      response.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
+      response.write(
+        `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`,
+      );
     send({ role: "assistant", content: "" });
     if (text) for (const piece of text.match(/[\s\S]{1,8}/g) ?? []) send({ content: piece });
     toolCalls?.forEach((call, index) => {
-      send({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] });
+      send({
+        tool_calls: [
+          { index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } },
+        ],
+      });
       for (const piece of call.function.arguments.match(/[\s\S]{1,10}/g) ?? []) {
         send({ tool_calls: [{ index, function: { arguments: piece } }] });
       }

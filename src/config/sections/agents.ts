@@ -1,10 +1,7 @@
 import { z } from "zod";
 import { idSchema, positiveInt } from "./common.js";
 
-export const toolSetSchema = z.union([
-  z.enum(["default", "full", "subagent"]),
-  z.array(z.string().min(1)),
-]);
+export const toolSetSchema = z.union([z.enum(["default", "full", "subagent"]), z.array(z.string().min(1))]);
 
 export const agentSchema = z.strictObject({
   systemPrompt: z.string().optional(),
@@ -38,6 +35,19 @@ export const agentLimitsSchema = z
     historyTokens: positiveInt.default(12_000),
     /** Extra text appended to every agent's system prompt. */
     systemPrompt: z.string().optional(),
+    /** Stream replies as an edited draft on channels that can edit messages. */
+    streaming: z.boolean().default(true),
+    /** Automatic memory recall before each turn (src/memory). */
+    recall: z
+      .strictObject({
+        /** Relevant memories recalled for the user's message. */
+        limit: z.number().int().min(0).max(50).default(5),
+        /** Token budget (≈ chars/4) of the whole recalled-memory section, core memories included. */
+        maxTokens: z.number().int().min(0).default(600),
+        /** Part of `maxTokens` always given to core memories about the owner. */
+        coreTokens: z.number().int().min(0).default(200),
+      })
+      .prefault({}),
   })
   .prefault({});
 

@@ -1,0 +1,290 @@
+import path from "node:path";
+import type { Logger } from "pino";
+import { ConsoleChannel } from "../../channels/console.js";
+import type { MagpieConfig } from "../config/schema.js";
+import type { AccessControl } from "../core/access.js";
+import { AgentDirectory } from "../core/agents.js";
+import type { ApprovalGate } from "../core/approvals.js";
+import { denyAllApprovals } from "../core/approvals.js";
+import { builtinCommands } from "../core/builtin-commands.js";
+import { type Clock, systemClock } from "../core/clock.js";
+import { CommandRegistry } from "../core/commands.js";
+import type { AgentHooks } from "../core/hooks.js";
+import { OutboxWorker } from "../core/outbox-worker.js";
+import { Router } from "../core/router.js";
+import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
+import { registerHealthRoutes } from "../http/health.js";
+import { HttpServer } from "../http/server.js";
+import { OpenAiChatModel } from "../llm/openai-model.js";
+import type { ChatModel } from "../llm/types.js";
+import { createLogger } from "../log/logger.js";
+import { createRedactor, type Redactor } from "../security/redact.js";
+import { Store } from "../store/index.js";
+import type { Tool } from "../tools/define-tool.js";
+import { builtinTools } from "../tools/index.js";
+import { ToolRegistry } from "../tools/registry.js";
+import { SpillStore } from "../tools/spill.js";
+import type { AppContext, MagpieFeature, Messenger } from "./feature.js";
+import { features as defaultFeatures } from "./features.js";
+
+export interface AppOptions {
+  config: MagpieConfig;
+  logger?: Logger;
+  clock?: Clock;
+  /** Load the chat channels enabled in config (Telegram, Discord, Slack). Default true. */
+  loadChannels?: boolean;
+  /** Add the terminal console channel. */
+  console?: boolean | ConsoleChannel;
+  /** Extra adapters (tests). */
+  adapters?: ChannelAdapter[];
+  /** Features to set up (default: every feature in src/app/features.ts). */
+  features?: MagpieFeature[];
+  /** Extra tools (tests). */
+  extraTools?: Tool[];
+  /** A chat model to use instead of the configured OpenAI-compatible one (tests, benchmarks). */
+  model?: ChatModel | null;
+  /** Listen on http.host:http.port (default true). */
+  listen?: boolean;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Until the channels feature installs real access control: the local console only. */
+const consoleOnlyAccess: AccessControl = {
+  check: (message) =>
+    message.channel === "console"
+      ? { allow: true }
+      : { allow: false, reason: "access control not configured" },
+};
+
+/** The composition root: builds store, tools, router, outbox, channels and features from config. */
+export class MagpieApp {
+  readonly config: MagpieConfig;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly store: Store;
+  readonly redactor: Redactor;
+  readonly model: ChatModel | null;
+  readonly tools: ToolRegistry;
+  readonly commands = new CommandRegistry();
+  readonly agents: AgentDirectory;
+  readonly outbox: OutboxWorker;
+  readonly router: Router;
+  readonly http: HttpServer;
+  readonly adapters = new Map<string, ChannelAdapter>();
+  readonly context: AppContext;
+  private readonly services: AppContext["services"];
+
+  private readonly hooks: AgentHooks[] = [];
+  private readonly buttonHandlers: ButtonHandler[] = [];
+  private readonly stopTasks: Array<() => void | Promise<void>> = [];
+  private access: AccessControl = consoleOnlyAccess;
+  private approvals: ApprovalGate = denyAllApprovals;
+  private started = false;
+  private stopping: Promise<void> | null = null;
+
+  constructor(private readonly options: AppOptions) {
+    const config = options.config;
+    this.config = config;
+    this.clock = options.clock ?? systemClock;
+    this.redactor = createRedactor(config, options.env ?? process.env);
+    this.logger = options.logger ?? createLogger({ redactor: this.redactor });
+    this.store = Store.open(config.dataDir);
+    this.model =
+      options.model !== undefined
+        ? options.model
+        : config.llm.apiKey || config.llm.baseUrl
+          ? new OpenAiChatModel({
+              apiKey: config.llm.apiKey,
+              baseUrl: config.llm.baseUrl,
+              timeoutMs: config.llm.timeoutMs,
+              maxRetries: config.llm.maxRetries,
+            })
+          : null;
+
+    const services: AppContext["services"] = { store: this.store, redactor: this.redactor };
+    this.services = services;
+    services.spill = new SpillStore(path.join(config.dataDir, "spill"), config.tools.spillThresholdChars);
+    this.tools = new ToolRegistry({
+      config,
+      logger: this.logger,
+      services,
+      approvals: { request: (request) => this.approvals.request(request) },
+      spill: services.spill as SpillStore,
+    });
+    this.tools.register(...builtinTools, ...(options.extraTools ?? []));
+    this.agents = new AgentDirectory(config.agents, config.routes, config.llm.model);
+    this.outbox = new OutboxWorker({
+      outbox: this.store.outbox,
+      adapters: () => this.adapters,
+      logger: this.logger,
+      clock: this.clock,
+    });
+    this.router = new Router({
+      store: this.store,
+      logger: this.logger,
+      clock: this.clock,
+      commands: this.commands,
+      agents: this.agents,
+      model: this.model,
+      tools: this.tools,
+      outbox: this.outbox,
+      adapters: () => this.adapters,
+      access: () => this.access,
+      hooks: () => this.hooks,
+      buttonHandlers: () => this.buttonHandlers,
+      settings: {
+        maxIterations: config.agent.maxIterations,
+        maxConcurrentTurns: config.agent.maxConcurrentTurns,
+        historyTokens: config.agent.historyTokens,
+        timezone: config.timezone,
+        globalPrompt: config.agent.systemPrompt,
+        llm: { baseUrl: config.llm.baseUrl, timeoutMs: config.llm.timeoutMs },
+        streaming: config.agent.streaming,
+      },
+    });
+    this.commands.register(
+      ...builtinCommands({
+        commands: this.commands,
+        store: this.store,
+        agents: this.agents,
+        adapters: () => this.adapters,
+        modelName: this.model ? config.llm.model : null,
+        uptimeMs: () => this.router.uptimeMs,
+        queueStats: () => this.router.queues.stats(),
+        stop: (sessionKey) => this.router.stop(sessionKey),
+        onReset: (sessionKey) => this.tools.scratch.clear(sessionKey),
+      }),
+    );
+    this.http = new HttpServer(this.logger);
+    registerHealthRoutes(this.http, {
+      store: this.store,
+      adapters: () => this.adapters,
+      started: () => this.started,
+    });
+    this.context = this.createContext();
+  }
+
+  /** Sets up features, connects channels, recovers unfinished work and starts delivery. */
+  async start(): Promise<void> {
+    const { config, logger } = this;
+    for (const feature of this.options.features ?? defaultFeatures) await feature.setup(this.context);
+    if (this.options.listen !== false) {
+      const address = await this.http.listen(config.http.port, config.http.host);
+      logger.info({ host: address.address, port: address.port }, "http-listening");
+    }
+    const adapters: ChannelAdapter[] = [...(this.options.adapters ?? [])];
+    if (this.options.loadChannels !== false) {
+      const { loadChatChannels } = await import("../../channels/index.js");
+      adapters.push(...(await loadChatChannels({ config, logger, http: this.http, store: this.store })));
+    }
+    if (this.options.console) {
+      adapters.push(
+        this.options.console instanceof ConsoleChannel ? this.options.console : new ConsoleChannel(),
+      );
+    }
+    for (const adapter of adapters) this.adapters.set(adapter.name, adapter);
+    try {
+      await Promise.all(adapters.map((adapter) => adapter.start(this.router)));
+    } catch (error) {
+      await this.stop();
+      throw error;
+    }
+    this.router.recover();
+    this.outbox.start();
+    for (const feature of this.options.features ?? defaultFeatures) await feature.start?.(this.context);
+    this.started = true;
+    logger.info(
+      {
+        channels: [...this.adapters.keys()],
+        model: this.model ? config.llm.model : null,
+        tools: this.tools.enabledNames().length,
+      },
+      "magpie-ready",
+    );
+  }
+
+  get isReady(): boolean {
+    return (
+      this.started && [...this.adapters.values()].every((adapter) => adapter.status().state === "connected")
+    );
+  }
+
+  /** Graceful stop: no new turns, running turns finish or are checkpointed, outbox flushed, database closed. */
+  stop(graceMs = 6_000): Promise<void> {
+    this.stopping ??= this.shutdown(graceMs);
+    return this.stopping;
+  }
+
+  private async shutdown(graceMs: number): Promise<void> {
+    this.started = false;
+    await this.router.queues.shutdown(graceMs);
+    await this.outbox.flush(2_000);
+    await this.outbox.stop();
+    for (const task of [...this.stopTasks].reverse()) {
+      try {
+        await task();
+      } catch (error) {
+        this.logger.warn({ err: error }, "stop-task-failed");
+      }
+    }
+    await Promise.allSettled([...this.adapters.values()].map((adapter) => adapter.stop()));
+    await this.http.close();
+    this.store.close();
+    this.logger.info("magpie-stopped");
+  }
+
+  private createContext(): AppContext {
+    const messenger: Messenger = {
+      send: (target, message, origin) => this.router.send(target, message, origin),
+      waitForDelivery: (outboxId, timeoutMs) => this.waitForDelivery(outboxId, timeoutMs),
+    };
+    return {
+      config: this.config,
+      logger: this.logger,
+      store: this.store,
+      redactor: this.redactor,
+      commands: this.commands,
+      tools: this.tools,
+      services: this.services,
+      http: this.http,
+      messenger,
+      agent: {
+        run: async (input) => {
+          const agent = this.agents.get(input.agent ?? this.agents.defaultAgent);
+          if (!agent) return { ok: false, text: `Unknown agent "${input.agent}".` };
+          return this.router.runIsolated({ ...input, agent });
+        },
+      },
+      model: this.model,
+      channels: this.adapters,
+      addHooks: (hooks) => void this.hooks.push(hooks),
+      addButtonHandler: (handler) => void this.buttonHandlers.push(handler),
+      setAccessControl: (access) => {
+        this.access = access;
+      },
+      setApprovalGate: (gate) => {
+        this.approvals = gate;
+      },
+      onStop: (task) => void this.stopTasks.push(task),
+    };
+  }
+
+  private waitForDelivery(outboxId: number, timeoutMs: number): Promise<"sent" | "failed" | "pending"> {
+    const current = this.store.outbox.get(outboxId);
+    if (!current) return Promise.resolve("failed");
+    if (current.status !== "pending") return Promise.resolve(current.status);
+    return new Promise((resolve) => {
+      const finish = (status: "sent" | "failed" | "pending") => {
+        clearTimeout(timer);
+        this.outbox.off("delivery-succeeded", onSent);
+        this.outbox.off("delivery-failed", onFailed);
+        resolve(status);
+      };
+      const onSent = (item: { id: number }) => item.id === outboxId && finish("sent");
+      const onFailed = (item: { id: number }) => item.id === outboxId && finish("failed");
+      const timer = setTimeout(() => finish("pending"), timeoutMs);
+      this.outbox.on("delivery-succeeded", onSent);
+      this.outbox.on("delivery-failed", onFailed);
+    });
+  }
+}

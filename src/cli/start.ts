@@ -1,0 +1,67 @@
+import { MagpieApp } from "../app/app.js";
+import { createLogger } from "../log/logger.js";
+import { createRedactor } from "../security/redact.js";
+import type { CliEnv } from "./cli-env.js";
+
+const FORCE_EXIT_MS = 10_000;
+
+/** `magpie start` / `magpie chat`: runs in the foreground until SIGTERM/SIGINT (or Ctrl-D in chat). */
+export async function runStart({ env, mode }: { env: CliEnv; mode: "start" | "chat" }): Promise<number> {
+  const config = env.loadConfig();
+  const chatChannels = (["telegram", "discord", "slack"] as const).some((name) => {
+    const channel = config.channels[name];
+    const token = name === "slack" ? config.channels.slack.botToken : (channel as { token?: string }).token;
+    return channel.enabled ?? Boolean(token);
+  });
+  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+  const useConsole = mode === "chat" || (config.channels.console.enabled ?? (interactive && !chatChannels));
+  const redactor = createRedactor(config);
+  // In a terminal chat, keep the log quiet so it doesn't interleave with the conversation.
+  const logger = createLogger({ redactor, level: process.env.LOG_LEVEL ?? (useConsole ? "warn" : "info") });
+
+  let resolveExit: (code: number) => void = () => {};
+  const exited = new Promise<number>((resolve) => {
+    resolveExit = resolve;
+  });
+  const { ConsoleChannel } = await import("../../channels/console.js");
+  const app = new MagpieApp({
+    config,
+    logger,
+    loadChannels: mode !== "chat",
+    console: useConsole ? new ConsoleChannel({ onClose: () => void shutdown("console-closed") }) : false,
+  });
+
+  let stopping = false;
+  async function shutdown(reason: string): Promise<void> {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ reason }, "magpie-stopping");
+    const force = setTimeout(() => {
+      logger.error("shutdown took longer than 10 s; exiting");
+      process.exit(1);
+    }, FORCE_EXIT_MS);
+    force.unref();
+    try {
+      await app.stop();
+      resolveExit(0);
+    } catch (error) {
+      logger.error({ err: error }, "shutdown-failed");
+      resolveExit(1);
+    }
+  }
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+
+  try {
+    await app.start();
+  } catch (error) {
+    env.stderr.write(`Magpie could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+    await app.stop().catch(() => {});
+    return 1;
+  }
+  if (!useConsole) {
+    const address = app.http.address;
+    if (address) logger.info(`ready — health at http://${address.address}:${address.port}/readyz`);
+  }
+  return exited;
+}

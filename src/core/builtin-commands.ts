@@ -1,0 +1,97 @@
+import type { Store } from "../store/index.js";
+import type { AgentDirectory } from "./agents.js";
+import type { CommandRegistry, SlashCommand } from "./commands.js";
+import type { ChannelAdapter } from "./types.js";
+
+export interface BuiltinCommandDeps {
+  commands: CommandRegistry;
+  store: Store;
+  agents: AgentDirectory;
+  adapters: () => ReadonlyMap<string, ChannelAdapter>;
+  modelName: string | null;
+  uptimeMs: () => number;
+  queueStats: () => { sessions: number; running: number; waiting: number };
+  stop: (sessionKey: string) => { aborted: boolean; dropped: number };
+  /** Extra clean-up when a session is reset (tool scratch state). */
+  onReset?: (sessionKey: string) => void;
+}
+
+/** /help /start /status /reset /stop — deterministic, no LLM needed. */
+export function builtinCommands(deps: BuiltinCommandDeps): SlashCommand[] {
+  const help: SlashCommand = {
+    name: "help",
+    description: "List the commands",
+    run: () => {
+      const lines = deps.commands
+        .list()
+        .filter((command) => command.name !== "start")
+        .map((command) => `/${command.usage ?? command.name} — ${command.description}`);
+      return { text: `Commands:\n${lines.join("\n")}`, format: "plain" };
+    },
+  };
+  return [
+    help,
+    {
+      name: "start",
+      description: "Greeting (Telegram sends it on first contact)",
+      run: async (context) => {
+        const list = await help.run(context);
+        return {
+          text: `Hi, I'm Magpie. Write to me in plain words, or use a command.\n\n${typeof list === "string" ? list : list.text}`,
+          format: "plain",
+        };
+      },
+    },
+    {
+      name: "status",
+      description: "Model, channels, queue and this chat's history",
+      run: ({ sessionKey, message }) => {
+        const channels = [...deps.adapters().values()]
+          .map((adapter) => `${adapter.name}: ${adapter.status().state}`)
+          .join(", ");
+        const queue = deps.queueStats();
+        const history = deps.store.history.stats(sessionKey);
+        const agent = deps.agents.forMessage(message);
+        const lines = [
+          `Magpie is up ${formatDuration(deps.uptimeMs())}.`,
+          `Model: ${deps.modelName ?? "none configured (slash commands only)"}; agent: ${agent.name}.`,
+          `Channels: ${channels || "none"}.`,
+          `Turns: ${queue.running} running, ${queue.waiting} waiting. Outbox: ${deps.store.outbox.pendingCount()} pending.`,
+          `This chat: ${history.messages} messages in history (~${history.tokens} tokens)${history.hasSummary ? " plus a summary of older turns" : ""}.`,
+        ];
+        return { text: lines.join("\n"), format: "plain" };
+      },
+    },
+    {
+      name: "reset",
+      description: "Forget this chat's conversation history",
+      run: ({ sessionKey }) => {
+        deps.stop(sessionKey);
+        deps.store.history.reset(sessionKey);
+        deps.onReset?.(sessionKey);
+        return "Conversation history cleared. Long-term memory is kept.";
+      },
+    },
+    {
+      name: "stop",
+      description: "Stop the running request in this chat",
+      run: ({ sessionKey }) => {
+        const { aborted, dropped } = deps.stop(sessionKey);
+        if (!aborted && dropped === 0) return "Nothing is running.";
+        return dropped > 0
+          ? `Stopped (and dropped ${dropped} queued message${dropped > 1 ? "s" : ""}).`
+          : "Stopped.";
+      },
+    },
+  ];
+}
+
+function formatDuration(ms: number): string {
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < 60) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes}m ${seconds % 60}s`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours}h ${minutes % 60}m`;
+  return `${Math.floor(hours / 24)}d ${hours % 24}h`;
+}

@@ -1,0 +1,85 @@
+import type { Logger } from "pino";
+import { estimateMessageTokens } from "../llm/tokens.js";
+import type { ChatMessage, ChatModel } from "../llm/types.js";
+import type { HistoryRepository, StoredMessage } from "../store/history.js";
+
+const SUMMARY_INSTRUCTION =
+  "Summarize the conversation below for your own future reference. Keep facts about the user, decisions, " +
+  "results of actions, open tasks and preferences; drop small talk. At most 250 words, plain text.";
+
+/** Picks the most recent messages within `budget` tokens, starting at a user message (no orphaned tool results). */
+export function recentWithinBudget(messages: StoredMessage[], budget: number): StoredMessage[] {
+  let total = 0;
+  let start = messages.length;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    total += messages[index]!.tokens;
+    if (total > budget) break;
+    start = index;
+  }
+  while (start < messages.length && messages[start]!.message.role !== "user") start++;
+  return messages.slice(start);
+}
+
+export interface CompactionResult {
+  summary: string;
+  removed: number;
+}
+
+/**
+ * When a session's history passes `budget` tokens, summarizes everything but the most recent half of the
+ * budget into the session summary. Returns null when nothing was compacted.
+ */
+export async function compactHistory(input: {
+  history: HistoryRepository;
+  sessionKey: string;
+  model: ChatModel;
+  modelName: string;
+  budget: number;
+  logger: Logger;
+  signal?: AbortSignal;
+}): Promise<CompactionResult | null> {
+  const stored = input.history.load(input.sessionKey);
+  const total = stored.reduce((sum, item) => sum + item.tokens, 0);
+  if (total <= input.budget) return null;
+  const keep = recentWithinBudget(stored, Math.floor(input.budget / 2));
+  const cutIndex = stored.length - keep.length;
+  if (cutIndex <= 0) return null;
+  const older = stored.slice(0, cutIndex);
+  const previous = input.history.summary(input.sessionKey);
+  const transcript = older.map((item) => renderForSummary(item.message)).join("\n");
+  try {
+    const result = await input.model.complete(
+      {
+        model: input.modelName,
+        messages: [
+          { role: "system", content: SUMMARY_INSTRUCTION },
+          {
+            role: "user",
+            content: `${previous ? `Earlier summary:\n${previous}\n\n` : ""}Conversation:\n${transcript}`,
+          },
+        ],
+      },
+      { signal: input.signal },
+    );
+    const summary = result.content?.trim();
+    if (!summary) return null;
+    input.history.compact(input.sessionKey, older[older.length - 1]!.id, summary);
+    return { summary, removed: older.length };
+  } catch (error) {
+    input.logger.warn({ err: error, session: input.sessionKey }, "history-compaction-failed");
+    return null;
+  }
+}
+
+function renderForSummary(message: ChatMessage): string {
+  if (message.role === "tool") return `[tool result] ${(message.content ?? "").slice(0, 500)}`;
+  if (message.role === "assistant" && message.tool_calls?.length) {
+    const calls = message.tool_calls.map(
+      (call) => `${call.function.name}(${call.function.arguments.slice(0, 200)})`,
+    );
+    return `assistant called: ${calls.join(", ")}${message.content ? ` — ${message.content}` : ""}`;
+  }
+  return `${message.role}: ${message.content ?? ""}`;
+}
+
+export { estimateMessageTokens };

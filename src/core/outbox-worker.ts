@@ -1,0 +1,170 @@
+import { EventEmitter } from "node:events";
+import type { Logger } from "pino";
+import type { OutboxItem, OutboxRepository } from "../store/outbox.js";
+import type { Clock } from "./clock.js";
+import { ChannelSendError, errorMessage } from "./errors.js";
+import type { ChannelAdapter } from "./types.js";
+
+export interface OutboxWorkerOptions {
+  outbox: OutboxRepository;
+  adapters: () => ReadonlyMap<string, ChannelAdapter>;
+  logger: Logger;
+  clock: Clock;
+  /** Attempts before an item is marked failed. */
+  maxAttempts?: number;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+}
+
+export interface OutboxEvents {
+  "delivery-succeeded": [item: OutboxItem, platformMessageIds: string[]];
+  "delivery-failed": [item: OutboxItem, error: string];
+}
+
+/**
+ * Delivers outbox items: part by part with durable progress, in order per chat, retrying with exponential
+ * back-off (honouring 429 retry-after), marking each sent with the platform ids — each part exactly once.
+ */
+export class OutboxWorker extends EventEmitter<OutboxEvents> {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = true;
+  private readonly maxAttempts: number;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+
+  constructor(private readonly options: OutboxWorkerOptions) {
+    super();
+    this.maxAttempts = options.maxAttempts ?? 10;
+    this.baseDelayMs = options.baseDelayMs ?? 1_000;
+    this.maxDelayMs = options.maxDelayMs ?? 5 * 60_000;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.wake();
+  }
+
+  /** Runs a delivery pass now (coalesced with one already running). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.running = this.pass().finally(() => {
+      this.running = null;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      } else this.scheduleNext();
+    });
+  }
+
+  /** Waits until nothing is due now (or `timeoutMs` passes); true when the outbox has nothing pending. */
+  async flush(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (this.running) await this.running;
+      const nextDue = this.options.outbox.nextDueAt();
+      if (nextDue === null) return true;
+      if (nextDue > this.options.clock.now()) return false;
+      this.wake();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return this.options.outbox.pendingCount() === 0;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (this.running) await this.running;
+  }
+
+  private scheduleNext(): void {
+    if (this.stopped) return;
+    const nextDue = this.options.outbox.nextDueAt();
+    if (nextDue === null) return;
+    const delay = Math.max(0, Math.min(nextDue - this.options.clock.now(), 2_147_000_000));
+    this.timer = setTimeout(() => this.wake(), delay);
+  }
+
+  private async pass(): Promise<void> {
+    const due = this.options.outbox.due(this.options.clock.now(), 200);
+    const byChannel = new Map<string, OutboxItem[]>();
+    for (const item of due) {
+      const list = byChannel.get(item.target.channel) ?? [];
+      list.push(item);
+      byChannel.set(item.target.channel, list);
+    }
+    await Promise.all([...byChannel.values()].map((items) => this.deliverInOrder(items)));
+  }
+
+  private async deliverInOrder(items: OutboxItem[]): Promise<void> {
+    const blockedChats = new Set<string>();
+    for (const item of items) {
+      const chat = `${item.target.chatId}:${item.target.threadId ?? ""}`;
+      if (blockedChats.has(chat)) continue; // keep per-chat order behind a failed item
+      const delivered = await this.deliver(item);
+      if (!delivered) blockedChats.add(chat);
+    }
+  }
+
+  private async deliver(item: OutboxItem): Promise<boolean> {
+    const { outbox, logger } = this.options;
+    const adapter = this.options.adapters().get(item.target.channel);
+    try {
+      if (!adapter) {
+        throw new ChannelSendError(`Channel "${item.target.channel}" is not running.`, {
+          code: "channel.unavailable",
+        });
+      }
+      const ids = [...item.platformMessageIds];
+      const result = await adapter.send(item.target, item.message, {
+        partsSent: item.partsSent,
+        onPartSent: (index, platformId) => {
+          ids[index] = platformId;
+          outbox.recordPart(item.id, index, platformId);
+        },
+      });
+      const allIds = result.messageIds.length >= ids.length ? result.messageIds : ids;
+      outbox.markSent(item.id, allIds);
+      logger.debug(
+        { outboxId: item.id, channel: item.target.channel, parts: allIds.length },
+        "message-delivered",
+      );
+      this.emit("delivery-succeeded", item, allIds);
+      return true;
+    } catch (error) {
+      const attempts = item.attempts + 1;
+      const text = errorMessage(error);
+      const permanent = error instanceof ChannelSendError && error.permanent;
+      if (permanent || attempts >= this.maxAttempts) {
+        outbox.markFailed(item.id, text);
+        logger.error(
+          {
+            outboxId: item.id,
+            channel: item.target.channel,
+            chatId: item.target.chatId,
+            attempts,
+            error: text,
+          },
+          "message-delivery-failed",
+        );
+        this.emit("delivery-failed", { ...item, status: "failed", attempts, lastError: text }, text);
+        return true; // a failed item no longer blocks its chat
+      }
+      const retryAfter = error instanceof ChannelSendError ? error.retryAfterMs : undefined;
+      const backoff = Math.min(this.baseDelayMs * 2 ** (attempts - 1), this.maxDelayMs);
+      const delay = retryAfter !== undefined ? Math.max(retryAfter, 0) : backoff;
+      outbox.markRetry(item.id, text, this.options.clock.now() + delay);
+      logger.warn(
+        { outboxId: item.id, channel: item.target.channel, attempts, retryInMs: delay, error: text },
+        "message-delivery-retry",
+      );
+      return false;
+    }
+  }
+}

@@ -1,0 +1,107 @@
+import { Semaphore } from "./semaphore.js";
+
+/** Why a running turn was aborted. */
+export type AbortReason = "stop" | "shutdown";
+
+export type TurnRunner = (sessionKey: string, inboxIds: number[], signal: AbortSignal) => Promise<void>;
+
+interface SessionLane {
+  pending: number[];
+  running: boolean;
+  controller?: AbortController;
+}
+
+/**
+ * One turn at a time per session, FIFO; messages that arrive during a turn are collected into the next turn.
+ * A global semaphore bounds concurrent turns across sessions.
+ */
+export class SessionQueues {
+  private readonly lanes = new Map<string, SessionLane>();
+  private readonly semaphore: Semaphore;
+  private readonly drains = new Set<Promise<void>>();
+  private accepting = true;
+
+  constructor(
+    private readonly runTurn: TurnRunner,
+    maxConcurrentTurns: number,
+    private readonly onError: (error: unknown, sessionKey: string) => void,
+  ) {
+    this.semaphore = new Semaphore(maxConcurrentTurns);
+  }
+
+  enqueue(sessionKey: string, inboxId: number): void {
+    if (!this.accepting) return;
+    const lane = this.lanes.get(sessionKey) ?? { pending: [], running: false };
+    this.lanes.set(sessionKey, lane);
+    lane.pending.push(inboxId);
+    if (!lane.running) this.track(this.drain(sessionKey, lane));
+  }
+
+  /** Aborts the running turn of a session; returns false when nothing was running. */
+  abort(sessionKey: string, reason: AbortReason = "stop"): boolean {
+    const lane = this.lanes.get(sessionKey);
+    if (!lane?.controller || lane.controller.signal.aborted) return false;
+    lane.controller.abort(reason);
+    return true;
+  }
+
+  /** Drops messages waiting behind the running turn (used by /stop); returns their inbox ids. */
+  dropPending(sessionKey: string): number[] {
+    const lane = this.lanes.get(sessionKey);
+    if (!lane) return [];
+    return lane.pending.splice(0);
+  }
+
+  isBusy(sessionKey: string): boolean {
+    return this.lanes.get(sessionKey)?.running ?? false;
+  }
+
+  stats(): { sessions: number; running: number; waiting: number } {
+    let waiting = 0;
+    for (const lane of this.lanes.values()) waiting += lane.pending.length;
+    return { sessions: this.lanes.size, running: this.semaphore.running, waiting };
+  }
+
+  /** Resolves when every queued turn has finished. */
+  async idle(): Promise<void> {
+    while (this.drains.size > 0) await Promise.allSettled([...this.drains]);
+  }
+
+  /** Stops intake; aborts running turns with reason "shutdown" after `graceMs`. */
+  async shutdown(graceMs: number): Promise<void> {
+    this.accepting = false;
+    for (const lane of this.lanes.values()) lane.pending.length = 0;
+    const timer = setTimeout(() => {
+      for (const lane of this.lanes.values()) lane.controller?.abort("shutdown");
+    }, graceMs);
+    await this.idle();
+    clearTimeout(timer);
+  }
+
+  private track(drain: Promise<void>): void {
+    this.drains.add(drain);
+    void drain.finally(() => this.drains.delete(drain));
+  }
+
+  private async drain(sessionKey: string, lane: SessionLane): Promise<void> {
+    lane.running = true;
+    try {
+      while (lane.pending.length > 0) {
+        const release = await this.semaphore.acquire();
+        const ids = lane.pending.splice(0);
+        lane.controller = new AbortController();
+        try {
+          if (ids.length > 0) await this.runTurn(sessionKey, ids, lane.controller.signal);
+        } catch (error) {
+          this.onError(error, sessionKey);
+        } finally {
+          lane.controller = undefined;
+          release();
+        }
+      }
+    } finally {
+      lane.running = false;
+      if (lane.pending.length === 0) this.lanes.delete(sessionKey);
+    }
+  }
+}
