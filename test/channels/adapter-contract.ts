@@ -24,6 +24,10 @@ export interface ContractDriver {
   /** The env var a wrong-token error must name. */
   tokenEnvVar: string;
   maxMessageLength: number;
+  /** How `**answer**` looks once rendered to the platform's dialect. */
+  renderedBold: string;
+  /** Contract cases this platform cannot exercise, with the reason (shown in the test name). */
+  skips?: { formatting?: string };
   /** Chat id (as Magpie sees it) of the DM with `userId`, and of the group used below. */
   directChatId: string;
   groupChatId: string;
@@ -111,8 +115,7 @@ export function runAdapterContract(name: string, makeDriver: () => Promise<Contr
       expect(sent?.chatId).toBe(driver.directChatId);
       expect(sent?.replyTo).toBeDefined();
       expect(sent?.formatted).toBe(true);
-      expect(sent?.text).toContain("answer");
-      expect(sent?.text).not.toContain("**answer**");
+      expect(sent?.text).toContain(driver.renderedBold);
     });
 
     it("chunks a long reply at the platform limit without breaking a code block", async () => {
@@ -166,7 +169,11 @@ export function runAdapterContract(name: string, makeDriver: () => Promise<Contr
       expect(texts.filter((part) => part.includes("second part"))).toHaveLength(1);
     });
 
-    it("falls back to plain text when the platform rejects the formatting", async () => {
+    it("falls back to plain text when the platform rejects the formatting", async (context) => {
+      if (driver.skips?.formatting) {
+        context.skip(`skipped: ${driver.skips.formatting}`);
+        return;
+      }
       driver.failNextSend("formatting");
       await adapter.send(dmTarget(), { text: "some *styled* text" });
       const sent = driver.sent();

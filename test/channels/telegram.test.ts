@@ -34,6 +34,7 @@ runAdapterContract("telegram", async () => {
       ),
     tokenEnvVar: "TELEGRAM_BOT_TOKEN",
     maxMessageLength: 4096,
+    renderedBold: "<b>answer</b>",
     directChatId: String(USER.id),
     groupChatId: String(GROUP.id),
     sendDirect: async (text) => {

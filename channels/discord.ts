@@ -1,0 +1,348 @@
+import {
+  ButtonStyle,
+  Client,
+  ComponentType,
+  DiscordAPIError,
+  Events,
+  GatewayIntentBits,
+  HTTPError,
+  type Interaction,
+  type Message,
+  Partials,
+  RateLimitError,
+  Routes,
+} from "discord.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
+import type {
+  Attachment,
+  AttachmentKind,
+  ChannelAdapter,
+  ChannelCapabilities,
+  ChannelStatus,
+  InboundMessage,
+  InboundSink,
+  OutboundMessage,
+  ReplyTarget,
+  SendProgress,
+  SendResult,
+} from "../src/core/types.js";
+import { StatusTracker } from "./channel-status.js";
+import { renderParts } from "./format/chunk.js";
+import type { ChannelDeps } from "./index.js";
+
+const TOKEN_HINT = "Check DISCORD_BOT_TOKEN or channels.discord.token.";
+const LIMIT = 2000;
+const AUTHENTICATION_FAILED = 4004;
+const DISALLOWED_INTENTS = 4014;
+
+interface SentMessage {
+  id: string;
+}
+
+/** Discord via discord.js: gateway for DMs (Partials.Channel) and guild messages; REST for replies. */
+export class DiscordChannel implements ChannelAdapter {
+  readonly name = "discord";
+  readonly capabilities: ChannelCapabilities = {
+    maxMessageLength: LIMIT,
+    edit: true,
+    buttons: true,
+    typing: true,
+    threads: true,
+  };
+  private readonly client: Client;
+  private readonly status$ = new StatusTracker();
+  private readonly token: string;
+
+  constructor(private readonly deps: ChannelDeps) {
+    const config = deps.config.channels.discord;
+    if (!config.token) {
+      throw new MagpieError(
+        "channel.discord.no_token",
+        "Discord is enabled but has no token. Set DISCORD_BOT_TOKEN or channels.discord.token.",
+      );
+    }
+    this.token = config.token;
+    this.client = new Client({
+      intents: [
+        GatewayIntentBits.Guilds,
+        GatewayIntentBits.GuildMessages,
+        GatewayIntentBits.DirectMessages,
+        GatewayIntentBits.MessageContent,
+      ],
+      // Without the Channel partial discord.js drops DMs from channels it has not cached yet.
+      partials: [Partials.Channel],
+      rest: {
+        ...(config.apiBase ? { api: config.apiBase.replace(/\/$/, "") } : {}),
+        // A 429 goes back to the outbox with retryAfterMs instead of blocking this adapter's queue.
+        rejectOnRateLimit: () => true,
+        retries: 1,
+      },
+      allowedMentions: { parse: [] },
+    });
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    const client = this.client;
+    client.on(Events.MessageCreate, (message) => {
+      this.onMessage(message, sink).catch((error) =>
+        this.deps.logger.error(
+          { channel: this.name, err: errorMessage(error) },
+          "discord message handling failed",
+        ),
+      );
+    });
+    client.on(Events.InteractionCreate, (interaction) => {
+      this.onInteraction(interaction, sink).catch((error) =>
+        this.deps.logger.error(
+          { channel: this.name, err: errorMessage(error) },
+          "discord button handling failed",
+        ),
+      );
+    });
+    client.on(Events.ShardReconnecting, () =>
+      this.status$.set("reconnecting", "gateway connection lost; reconnecting"),
+    );
+    client.on(Events.ShardResume, () => this.status$.set("connected"));
+    client.on(Events.ShardReady, () => this.status$.set("connected"));
+    client.on(Events.ShardError, (error) =>
+      this.deps.logger.warn({ channel: this.name, err: errorMessage(error) }, "discord gateway error"),
+    );
+
+    const ready = new Promise<void>((resolve, reject) => {
+      client.once(Events.ClientReady, () => resolve());
+      client.on(Events.ShardDisconnect, (event) => {
+        const detail =
+          event.code === AUTHENTICATION_FAILED
+            ? `Discord rejected the token (${AUTHENTICATION_FAILED}). ${TOKEN_HINT}`
+            : event.code === DISALLOWED_INTENTS
+              ? "Discord refused the intents (4014): enable the Message Content intent for the bot in the Discord developer portal."
+              : `Discord closed the gateway (${event.code}) and will not reconnect.`;
+        this.status$.set("failed", detail);
+        reject(
+          new MagpieError(
+            event.code === AUTHENTICATION_FAILED
+              ? "channel.discord.unauthorized"
+              : "channel.discord.gateway_closed",
+            detail,
+          ),
+        );
+      });
+    });
+    try {
+      await Promise.race([client.login(this.token), ready]);
+      await ready;
+    } catch (error) {
+      if (error instanceof MagpieError) throw error;
+      const unauthorized = (error as { code?: string }).code === "TokenInvalid";
+      const detail = unauthorized
+        ? `Discord rejected the token (401). ${TOKEN_HINT}`
+        : `Cannot connect to Discord: ${errorMessage(error)}`;
+      this.status$.set("failed", detail);
+      throw new MagpieError(
+        unauthorized ? "channel.discord.unauthorized" : "channel.discord.connect_failed",
+        detail,
+        { cause: error },
+      );
+    }
+    this.status$.set("connected");
+  }
+
+  private async onMessage(message: Message, sink: InboundSink): Promise<void> {
+    if (message.author.bot || message.system) return;
+    // Gateway delivery has no ack: the inbox's (channel, messageId) uniqueness absorbs redeliveries.
+    await sink.message(this.normalize(message));
+  }
+
+  private normalize(message: Message): InboundMessage {
+    const botId = this.client.user?.id ?? "";
+    const channel = message.channel;
+    const inThread = channel.isThread();
+    const mentionPattern = new RegExp(`<@!?${botId}>`, "g");
+    const referenced = message.reference?.messageId;
+    const repliedAuthor = message.mentions.repliedUser?.id;
+    return {
+      channel: this.name,
+      chatId: inThread ? (channel.parentId ?? channel.id) : message.channelId,
+      threadId: inThread ? channel.id : undefined,
+      guildId: message.guildId ?? undefined,
+      messageId: message.id,
+      userId: message.author.id,
+      userName: message.author.globalName ?? message.author.username,
+      text: message.content.replace(mentionPattern, `@${this.client.user?.username ?? "bot"}`).trim(),
+      isDirect: message.guildId === null,
+      mentionsBot: message.mentions.users.has(botId) || repliedAuthor === botId,
+      replyTo: referenced
+        ? { messageId: referenced, userId: repliedAuthor, fromBot: repliedAuthor === botId }
+        : undefined,
+      attachments: [...message.attachments.values()].map((attachment) => ({
+        kind: kindOf(attachment.contentType),
+        id: attachment.id,
+        name: attachment.name,
+        mime: attachment.contentType ?? undefined,
+        size: attachment.size,
+        url: attachment.url,
+      })),
+      receivedAt: message.createdTimestamp,
+      raw: message,
+    };
+  }
+
+  private async onInteraction(interaction: Interaction, sink: InboundSink): Promise<void> {
+    if (!interaction.isButton() || interaction.user.bot) return;
+    await interaction.deferUpdate().catch(() => undefined);
+    const channel = interaction.channel;
+    const inThread = channel?.isThread() ?? false;
+    await sink.buttonPressed({
+      channel: this.name,
+      chatId:
+        inThread && channel?.isThread()
+          ? (channel.parentId ?? interaction.channelId ?? "")
+          : (interaction.channelId ?? ""),
+      threadId: inThread ? (interaction.channelId ?? undefined) : undefined,
+      userId: interaction.user.id,
+      userName: interaction.user.globalName ?? interaction.user.username,
+      isDirect: interaction.guildId === null,
+      buttonId: interaction.customId,
+      messageId: interaction.message.id,
+    });
+  }
+
+  async send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
+    const channelId = target.threadId ?? target.chatId;
+    const parts = renderParts(message.text, LIMIT, (text) => text);
+    const messageIds: string[] = [];
+    for (let index = progress?.partsSent ?? 0; index < parts.length; index++) {
+      const isLast = index === parts.length - 1;
+      const body: Record<string, unknown> = {
+        content: parts[index]!.formatted,
+        allowed_mentions: { parse: [] },
+        ...(isLast && message.buttons ? { components: components(message.buttons) } : {}),
+      };
+      let id: string;
+      if (index === 0 && message.editMessageId) {
+        await this.call(() =>
+          this.client.rest.patch(Routes.channelMessage(channelId, message.editMessageId!), { body }),
+        );
+        id = message.editMessageId;
+      } else {
+        if (index === 0 && target.replyToMessageId) {
+          body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
+        }
+        const sent = (await this.call(() =>
+          this.client.rest.post(Routes.channelMessages(channelId), { body }),
+        )) as SentMessage;
+        id = sent.id;
+      }
+      messageIds.push(id);
+      progress?.onPartSent(index, id);
+    }
+    return { messageIds };
+  }
+
+  async edit(target: ReplyTarget, messageId: string, message: OutboundMessage): Promise<void> {
+    const [part] = renderParts(message.text, LIMIT, (text) => text);
+    const body = {
+      content: part?.formatted ?? "",
+      allowed_mentions: { parse: [] },
+      ...(message.buttons ? { components: components(message.buttons) } : {}),
+    };
+    await this.call(() =>
+      this.client.rest.patch(Routes.channelMessage(target.threadId ?? target.chatId, messageId), { body }),
+    );
+  }
+
+  async typing(target: ReplyTarget): Promise<void> {
+    await this.client.rest
+      .post(Routes.channelTyping(target.threadId ?? target.chatId))
+      .catch((error) =>
+        this.deps.logger.debug({ channel: this.name, err: errorMessage(error) }, "typing failed"),
+      );
+  }
+
+  async download(attachment: Attachment): Promise<Buffer> {
+    if (!attachment.url)
+      throw new MagpieError("channel.discord.no_url", `Discord attachment ${attachment.id} has no URL.`);
+    const response = await fetch(attachment.url);
+    if (!response.ok)
+      throw new MagpieError(
+        "channel.discord.download_failed",
+        `Discord attachment download failed (${response.status}).`,
+      );
+    return Buffer.from(await response.arrayBuffer());
+  }
+
+  /** Runs a REST call, mapping failures onto the outbox's retry contract. */
+  private async call<T>(request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      if (error instanceof RateLimitError) {
+        throw new ChannelSendError(`Discord rate limit: retry after ${error.retryAfter} ms`, {
+          code: "channel.rate_limited",
+          retryAfterMs: Math.max(1, error.retryAfter),
+          cause: error,
+        });
+      }
+      if (error instanceof DiscordAPIError) {
+        throw new ChannelSendError(
+          `Discord refused the message (${error.status} / ${error.code}): ${error.message}`,
+          {
+            code: "channel.discord.refused",
+            permanent: error.status >= 400 && error.status < 500,
+            cause: error,
+          },
+        );
+      }
+      if (error instanceof HTTPError) {
+        throw new ChannelSendError(`Discord server error (${error.status})`, {
+          code: "channel.discord.server_error",
+          cause: error,
+        });
+      }
+      throw new ChannelSendError(`Discord unreachable: ${errorMessage(error)}`, {
+        code: "channel.network",
+        cause: error,
+      });
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.client.destroy().catch(() => undefined);
+    this.status$.set("stopped");
+  }
+
+  status(): ChannelStatus {
+    return this.status$.get();
+  }
+}
+
+function components(rows: NonNullable<OutboundMessage["buttons"]>): unknown[] {
+  // Discord allows at most 5 rows of 5 buttons.
+  return rows.slice(0, 5).map((row) => ({
+    type: ComponentType.ActionRow,
+    components: row.slice(0, 5).map((button) => ({
+      type: ComponentType.Button,
+      style:
+        button.style === "danger"
+          ? ButtonStyle.Danger
+          : button.style === "primary"
+            ? ButtonStyle.Primary
+            : ButtonStyle.Secondary,
+      label: button.label.slice(0, 80),
+      custom_id: button.id.slice(0, 100),
+    })),
+  }));
+}
+
+function kindOf(contentType: string | null): AttachmentKind {
+  if (!contentType) return "file";
+  if (contentType.startsWith("image/")) return "image";
+  if (contentType.startsWith("audio/")) return "audio";
+  if (contentType.startsWith("video/")) return "video";
+  return "file";
+}
+
+/** Factory used by channels/index.ts. */
+export function createDiscordChannel(deps: ChannelDeps): ChannelAdapter {
+  return new DiscordChannel(deps);
+}
