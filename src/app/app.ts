@@ -43,6 +43,8 @@ export interface AppOptions {
   extraTools?: Tool[];
   /** A chat model to use instead of the configured OpenAI-compatible one (tests, benchmarks). */
   model?: ChatModel | null;
+  /** Access control to use instead of the default (tests); a feature may still replace it. */
+  access?: AccessControl;
   /** Listen on http.host:http.port (default true). */
   listen?: boolean;
   env?: NodeJS.ProcessEnv;
@@ -86,6 +88,7 @@ export class MagpieApp {
     const config = options.config;
     this.config = config;
     this.clock = options.clock ?? systemClock;
+    if (options.access) this.access = options.access;
     this.redactor = createRedactor(config, options.env ?? process.env);
     this.logger = options.logger ?? createLogger({ redactor: this.redactor });
     this.store = Store.open(config.dataDir);
