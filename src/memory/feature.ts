@@ -1,0 +1,23 @@
+import type { MagpieFeature } from "../app/feature.js";
+import { AgentDirectory } from "../core/agents.js";
+import { createMemoryService } from "./create-memory-service.js";
+import { memoryCommands } from "./memory-commands.js";
+import { memoryHooks } from "./memory-hooks.js";
+import { MemoryService } from "./memory-service.js";
+
+/** Long-term memory: the `memory` service for tools, automatic recall, conversation memory, slash commands. */
+export const memoryFeature: MagpieFeature = {
+  name: "memory",
+  setup(app) {
+    const logger = app.logger.child({ component: "memory" });
+    const service = createMemoryService(app.config, app.store.db, logger);
+    const directory = new AgentDirectory(app.config.agents, app.config.routes, app.config.llm.model);
+    app.services.memory = service;
+    app.addHooks(memoryHooks(service, app.config, directory, logger));
+    app.commands.register(...memoryCommands(service, directory));
+    app.onStop(() => service.close());
+  },
+  start(app) {
+    if (app.services.memory instanceof MemoryService) app.services.memory.startBackgroundIndexing();
+  },
+};

@@ -1,0 +1,47 @@
+import type { Logger } from "pino";
+import type { MagpieConfig } from "../config/schema.js";
+import type { AgentDirectory } from "../core/agents.js";
+import type { AgentHooks } from "../core/hooks.js";
+import type { MemoryService } from "./memory-service.js";
+import { MEMORY_INSTRUCTION, renderRecall } from "./recall-prompt.js";
+
+/** True when `agent`'s tool set includes memory_store (only then is it told to store facts). */
+function canStore(directory: AgentDirectory, agent: string): boolean {
+  const toolSet = directory.get(agent)?.toolSet;
+  if (toolSet === "full") return true;
+  return Array.isArray(toolSet) && toolSet.includes("memory_store");
+}
+
+/** Automatic recall before each turn, and conversation summaries kept as memories after compaction. */
+export function memoryHooks(
+  service: MemoryService,
+  config: MagpieConfig,
+  directory: AgentDirectory,
+  logger: Logger,
+): AgentHooks {
+  const budget = config.agent.recall;
+  return {
+    async recall({ agent, text }) {
+      const instruction = canStore(directory, agent) ? MEMORY_INSTRUCTION : undefined;
+      try {
+        const core = budget.coreTokens > 0 ? service.core(agent) : [];
+        const hits =
+          budget.limit > 0 && text.trim()
+            ? (await service.recall({ agent, query: text, limit: budget.limit })).hits
+            : [];
+        return renderRecall({ core, hits, budget, instruction });
+      } catch (error) {
+        // A broken recall must not cost the user their answer.
+        logger.warn({ code: "memory.recall_failed", err: error, agent }, "Automatic memory recall failed");
+        return renderRecall({ core: [], hits: [], budget, instruction });
+      }
+    },
+
+    async onCompacted({ sessionKey, agent, summary }) {
+      if (!summary.trim()) return;
+      // One memory per compaction: the summary stays searchable after /reset wipes the session.
+      const key = `conversation:${sessionKey}:${new Date().toISOString()}`;
+      await service.store({ agent, key, content: summary, category: "conversation" });
+    },
+  };
+}
