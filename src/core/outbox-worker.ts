@@ -129,7 +129,12 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
           outbox.recordPart(item.id, index, platformId);
         },
       });
-      const allIds = result.messageIds.length >= ids.length ? result.messageIds : ids;
+      // Parts delivered in earlier attempts keep their recorded ids; the adapter reports the rest.
+      const length = Math.max(ids.length, result.messageIds.length);
+      const allIds = Array.from(
+        { length },
+        (_, index) => ids[index] ?? result.messageIds[index] ?? "",
+      ).filter(Boolean);
       outbox.markSent(item.id, allIds);
       logger.debug(
         { outboxId: item.id, channel: item.target.channel, parts: allIds.length },

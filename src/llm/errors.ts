@@ -16,7 +16,7 @@ export function describeLlmError(
   if (error instanceof OpenAI.APIConnectionTimeoutError) {
     return {
       code: "llm.timeout",
-      userMessage: `The language model did not answer within ${Math.round(context.timeoutMs / 1000)} s (llm.timeoutMs). Please try again.`,
+      userMessage: `The language model did not answer within ${context.timeoutMs >= 1000 ? `${Math.round(context.timeoutMs / 100) / 10} s` : `${context.timeoutMs} ms`} (llm.timeoutMs). Please try again.`,
     };
   }
   if (error instanceof OpenAI.APIConnectionError) {

@@ -1,0 +1,161 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { ChannelSendError } from "../../src/core/errors.js";
+import { INTERRUPTED_REPLY } from "../../src/core/no-llm.js";
+import { Store } from "../../src/store/index.js";
+import { reply, startOpenAiFake } from "../fakes/openai.js";
+import { startTestApp, type TestApp } from "../helpers/harness.js";
+import { RecordingChannel } from "../helpers/recording-channel.js";
+
+let harness: TestApp | undefined;
+afterEach(async () => {
+  await harness?.stop();
+  harness = undefined;
+});
+
+describe("durability", () => {
+  it("answers a redelivered message (same channel + messageId) only once", async () => {
+    harness = await startTestApp();
+    const { llm, channel } = harness;
+    llm!.script(reply.text("hello once"));
+    const first = await channel!.receive("hi", { messageId: "42" });
+    const again = await channel!.receive("hi", { messageId: "42" });
+    expect(first.status).toBe("accepted");
+    expect(again).toEqual({ status: "duplicate" });
+    await channel!.waitForSent(1);
+    await harness.app.router.queues.idle();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(channel!.texts()).toEqual(["hello once"]);
+    llm!.assertDone();
+  });
+
+  it("retries a failed send with back-off and delivers it exactly once", async () => {
+    harness = await startTestApp({ llm: false });
+    const { channel, app } = harness;
+    // The outbox worker's default back-off starts at 1 s; a 429 with retry-after 0 retries at once.
+    channel!.failNext(new ChannelSendError("429 Too Many Requests", { retryAfterMs: 0 }), 2);
+    const id = app.router.send({ channel: "test", chatId: "c1" }, { text: "report" });
+    await channel!.waitForSent(1);
+    const item = app.store.outbox.get(id)!;
+    expect(item.status).toBe("sent");
+    expect(item.attempts).toBe(3);
+    expect(item.platformMessageIds).toEqual([channel!.sent[0]!.id]);
+    expect(channel!.texts()).toEqual(["report"]);
+  });
+
+  it("marks a permanently rejected send failed without retrying", async () => {
+    harness = await startTestApp({ llm: false });
+    const { channel, app } = harness;
+    channel!.failNext(new ChannelSendError("400 chat not found", { permanent: true }));
+    const id = app.router.send({ channel: "test", chatId: "gone" }, { text: "x" });
+    const status = await app.context.messenger.waitForDelivery(id, 2_000);
+    expect(status).toBe("failed");
+    expect(app.store.outbox.get(id)).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      lastError: "400 chat not found",
+    });
+  });
+
+  it("resumes a multi-part send after the last delivered part", async () => {
+    harness = await startTestApp({ llm: false });
+    const { app } = harness;
+    const parts: string[] = [];
+    let failOnce = true;
+    const chunky = new RecordingChannel("chunky");
+    chunky.send = async (_target, message, progress) => {
+      const chunks = message.text.split("|");
+      const ids: string[] = [];
+      for (let index = progress?.partsSent ?? 0; index < chunks.length; index++) {
+        if (index === 1 && failOnce) {
+          failOnce = false;
+          throw new ChannelSendError("network down", { retryAfterMs: 0 });
+        }
+        parts.push(chunks[index]!);
+        ids[index] = `p${index}`;
+        progress?.onPartSent(index, `p${index}`);
+      }
+      return { messageIds: ids };
+    };
+    await chunky.start(app.router);
+    (app.adapters as Map<string, RecordingChannel>).set("chunky", chunky);
+    const id = app.router.send({ channel: "chunky", chatId: "c" }, { text: "one|two|three" });
+    expect(await app.context.messenger.waitForDelivery(id, 3_000)).toBe("sent");
+    expect(parts).toEqual(["one", "two", "three"]);
+    expect(app.store.outbox.get(id)!.platformMessageIds).toEqual(["p0", "p1", "p2"]);
+  });
+
+  it("after a crash: resumes messages never started, reports interrupted turns, sends pending replies — once each", async () => {
+    const llm = await startOpenAiFake();
+    harness = await startTestApp({ llm });
+    const dataDir = harness.dataDir;
+    await harness.stop({ keepData: true });
+    harness = undefined;
+
+    // Simulate the state a crash leaves behind, directly in the database.
+    const store = Store.open(dataDir);
+    const base = {
+      channel: "test",
+      chatId: "chat-1",
+      userId: "u",
+      userName: "U",
+      isDirect: true,
+      mentionsBot: false,
+      attachments: [],
+      receivedAt: Date.now(),
+    };
+    store.inbox.insert(
+      { ...base, messageId: "never-started", text: "please answer" },
+      "test:chat-1",
+      "pending",
+    );
+    store.inbox.insert(
+      { ...base, chatId: "chat-2", messageId: "was-running", text: "long job" },
+      "test:chat-2",
+      "processing",
+    );
+    store.outbox.enqueue({ channel: "test", chatId: "chat-3" }, { text: "queued before the crash" });
+    store.close();
+
+    llm.script(reply.text("answer after restart"));
+    harness = await startTestApp({ llm, dataDir });
+    const channel = harness.channel!;
+    await channel.waitForSent(3);
+    await harness.app.router.queues.idle();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const byChat = Object.fromEntries(channel.sent.map((entry) => [entry.target.chatId, entry.message.text]));
+    expect(byChat).toEqual({
+      "chat-1": "answer after restart",
+      "chat-2": INTERRUPTED_REPLY,
+      "chat-3": "queued before the crash",
+    });
+    expect(channel.sent).toHaveLength(3);
+    expect(INTERRUPTED_REPLY).toContain("interrupted");
+    llm.assertDone();
+
+    // A second restart finds nothing left to do: no doubled replies.
+    await harness.stop({ keepData: true, keepLlm: true });
+    harness = await startTestApp({ llm, dataDir });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(harness.channel!.sent).toHaveLength(0);
+    expect(harness.app.store.inbox.countByStatus()).toEqual({ done: 1, interrupted: 1 });
+    await llm.close();
+  });
+
+  it("checkpoints a turn cut off by shutdown and re-runs it after the restart", async () => {
+    const llm = await startOpenAiFake();
+    harness = await startTestApp({ llm });
+    const dataDir = harness.dataDir;
+    llm.script(reply.hang());
+    await harness.channel!.receive("slow question");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await harness.stop({ keepData: true, keepLlm: true });
+    harness = undefined;
+
+    llm.script(reply.text("answered after restart"));
+    harness = await startTestApp({ llm, dataDir });
+    await harness.channel!.waitForSent(1);
+    expect(harness.channel!.texts()).toEqual(["answered after restart"]);
+    llm.assertDone();
+    await llm.close();
+  });
+});

@@ -1,0 +1,112 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { SessionQueues } from "../../src/core/session-queue.js";
+import { reply } from "../fakes/openai.js";
+import { startTestApp, type TestApp } from "../helpers/harness.js";
+import { testToolNames, testTools } from "../helpers/test-tools.js";
+
+let harness: TestApp | undefined;
+afterEach(async () => {
+  await harness?.stop();
+  harness = undefined;
+});
+
+const tick = (ms = 20) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("session queue", () => {
+  it("runs one turn at a time per session, FIFO, collecting messages that arrive while busy", async () => {
+    const runs: number[][] = [];
+    let release: () => void = () => {};
+    const queues = new SessionQueues(
+      async (_key, ids) => {
+        runs.push(ids);
+        if (runs.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      },
+      4,
+      () => {},
+    );
+    queues.enqueue("s", 1);
+    await tick();
+    queues.enqueue("s", 2);
+    queues.enqueue("s", 3);
+    expect(runs).toEqual([[1]]);
+    release();
+    await queues.idle();
+    expect(runs).toEqual([[1], [2, 3]]);
+  });
+
+  it("bounds concurrent turns across sessions with maxConcurrentTurns", async () => {
+    let active = 0;
+    let peak = 0;
+    const queues = new SessionQueues(
+      async () => {
+        active++;
+        peak = Math.max(peak, active);
+        await tick(30);
+        active--;
+      },
+      2,
+      () => {},
+    );
+    for (let session = 0; session < 6; session++) queues.enqueue(`s${session}`, session);
+    await queues.idle();
+    expect(peak).toBe(2);
+  });
+});
+
+describe("router queue", () => {
+  it("answers in order and folds messages sent during a turn into the next turn", async () => {
+    harness = await startTestApp();
+    const { llm, channel } = harness;
+    llm!.script(
+      reply.delay(150, reply.text("first answer")),
+      reply.text("second answer", (body) => {
+        expect(body.messages.at(-1)).toMatchObject({ role: "user", content: "second\n\nthird" });
+      }),
+    );
+    await channel!.receive("first");
+    await tick(30);
+    await channel!.receive("second");
+    await channel!.receive("third");
+    await channel!.waitForSent(2);
+    expect(channel!.texts()).toEqual(["first answer", "second answer"]);
+    llm!.assertDone();
+  });
+
+  it("/stop aborts the running turn (through tools) and replies at once", async () => {
+    harness = await startTestApp({
+      extraTools: testTools,
+      config: { agents: { main: { toolSet: testToolNames } } },
+    });
+    const { llm, channel, app } = harness;
+    llm!.script(reply.toolCalls([{ name: "slow", arguments: { ms: 10_000 } }]));
+    await channel!.receive("do the slow thing");
+    await tick(100);
+    expect(app.router.queues.isBusy("test:chat-1")).toBe(true);
+    const started = Date.now();
+    await channel!.receive("/stop");
+    await channel!.waitForSent(1);
+    expect(channel!.texts()).toEqual(["Stopped."]);
+    await app.router.queues.idle();
+    expect(Date.now() - started).toBeLessThan(2_000);
+    const history = app.store.history.load("test:chat-1").map((item) => item.message.content);
+    expect(history).toEqual(["do the slow thing", "(This request was stopped before it finished.)"]);
+    const audit = app.store.audit.recent(1)[0]!;
+    expect(audit.tool).toBe("slow");
+    expect(audit.resultExcerpt).not.toContain("slow done");
+    llm!.assertDone();
+  });
+
+  it("gives the model nothing after /stop: queued messages are dropped too", async () => {
+    harness = await startTestApp();
+    const { llm, channel, app } = harness;
+    llm!.script(reply.hang());
+    await channel!.receive("one");
+    await tick(50);
+    await channel!.receive("two");
+    await channel!.receive("/stop");
+    await channel!.waitForSent(1);
+    expect(channel!.texts()[0]).toMatch(/^Stopped \(and dropped 1 queued message\)\.$/);
+    await app.router.queues.idle();
+    llm!.assertDone();
+  });
+});
