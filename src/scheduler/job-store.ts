@@ -81,17 +81,10 @@ export class JobStore {
     const result = this.db
       .prepare(
         `INSERT INTO cron_jobs (name, schedule_kind, expression, timezone, kind, payload, agent, tool_set, deliver,
-                                enabled, source, created_by, next_run_at, created_at, updated_at)
+                                enabled, next_run_at, source, created_by, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(
-        ...this.columns(job),
-        job.source,
-        job.createdBy ?? null,
-        job.nextRunAt,
-        job.createdAt,
-        job.createdAt,
-      );
+      .run(...this.columns(job), job.source, job.createdBy ?? null, job.createdAt, job.createdAt);
     return this.get(Number(result.lastInsertRowid))!;
   }
 

@@ -1,0 +1,43 @@
+import type { Logger } from "pino";
+import type { Messenger } from "../app/feature.js";
+import type { Clock } from "../core/clock.js";
+import type { Notifier } from "../notify/pushover.js";
+import type { Db } from "../store/index.js";
+import type { OutboxRepository } from "../store/outbox.js";
+import { RunDelivery } from "./delivery.js";
+import type { JobExecutor } from "./job-executor.js";
+import { JobStore } from "./job-store.js";
+import { Scheduler, type SchedulerSettings } from "./scheduler.js";
+
+const DEFAULT_MESSAGE_LENGTH = 4000;
+
+/** Wires a scheduler from its ports: database, outbox, messenger, notifier, executor and clock. */
+export function createScheduler(options: {
+  db: Db;
+  outbox: OutboxRepository;
+  messenger: Messenger;
+  notifier: Notifier;
+  executor: JobExecutor;
+  clock: Clock;
+  logger: Logger;
+  settings: SchedulerSettings;
+  maxMessageLength?: (channel: string) => number | undefined;
+}): Scheduler {
+  const jobs = new JobStore(options.db);
+  const delivery = new RunDelivery({
+    jobs,
+    outbox: options.outbox,
+    messenger: options.messenger,
+    notifier: options.notifier,
+    logger: options.logger,
+    maxMessageLength: (channel) => options.maxMessageLength?.(channel) ?? DEFAULT_MESSAGE_LENGTH,
+  });
+  return new Scheduler({
+    jobs,
+    executor: options.executor,
+    delivery,
+    clock: options.clock,
+    logger: options.logger,
+    settings: options.settings,
+  });
+}

@@ -1,0 +1,121 @@
+import type { Logger } from "pino";
+import type { Messenger } from "../app/feature.js";
+import { errorMessage } from "../core/errors.js";
+import type { Notifier } from "../notify/pushover.js";
+import type { OutboxRepository } from "../store/outbox.js";
+import type { DeliveryResult, Job, JobRun } from "./job.js";
+import type { JobStore } from "./job-store.js";
+import { formatChatReport, formatPushoverReport, type RunOutcome } from "./report.js";
+
+export interface DeliveryDeps {
+  jobs: JobStore;
+  outbox: OutboxRepository;
+  messenger: Messenger;
+  notifier: Notifier;
+  logger: Logger;
+  /** Longest message the channel takes (its capabilities), for trimming. */
+  maxMessageLength(channel: string): number;
+}
+
+function wanted(mode: Job["deliver"]["mode"], status: RunOutcome["status"]): boolean {
+  if (mode === "none") return false;
+  if (mode === "on_error") return status === "error" || status === "timeout";
+  if (mode === "on_success") return status === "ok";
+  return true;
+}
+
+/**
+ * Delivers run reports: chat reports through the durable outbox (retries, exactly once), phone reports
+ * through Pushover. The outbox finishes asynchronously, so `settle` later reads each report's final
+ * state, records it on the run and raises a Pushover alert when a report finally failed.
+ */
+export class RunDelivery {
+  constructor(private readonly deps: DeliveryDeps) {}
+
+  async deliver(job: Job, runId: number, outcome: RunOutcome): Promise<DeliveryResult> {
+    const { jobs, messenger, notifier, logger } = this.deps;
+    const result: DeliveryResult = {};
+    if (!wanted(job.deliver.mode, outcome.status)) {
+      result.skipped = `mode ${job.deliver.mode}`;
+      jobs.setDelivery(runId, result, "none");
+      return result;
+    }
+    if (job.deliver.chat) {
+      const { chat } = job.deliver;
+      const text = formatChatReport(job, outcome, this.deps.maxMessageLength(chat.channel));
+      const outboxId = messenger.send(chat, { text }, "cron");
+      result.chat = { outboxId, status: "queued" };
+    }
+    if (job.deliver.pushover) {
+      try {
+        const report = formatPushoverReport(job, outcome);
+        await notifier.send({ ...report, priority: outcome.status === "ok" ? 0 : 1 });
+        result.pushover = { status: "sent" };
+      } catch (error) {
+        const notConfigured = (error as { code?: string }).code === "pushover.not_configured";
+        result.pushover = { status: notConfigured ? "not_configured" : "failed", error: errorMessage(error) };
+        logger.warn({ job: job.id, err: error }, "cron-pushover-failed");
+      }
+    }
+    const pushoverFailed = result.pushover !== undefined && result.pushover.status !== "sent";
+    const state = result.chat
+      ? "pending"
+      : pushoverFailed
+        ? "failed"
+        : result.pushover
+          ? "delivered"
+          : "none";
+    jobs.setDelivery(runId, result, state);
+    if (state === "pending") await this.settleRun(runId);
+    return result;
+  }
+
+  /** Reads the outbox state of every run whose chat report is still on its way. */
+  async settle(): Promise<void> {
+    for (const run of this.deps.jobs.runsAwaitingDelivery()) await this.settleRun(run.id);
+  }
+
+  pendingCount(): number {
+    return this.deps.jobs.runsAwaitingDelivery().length;
+  }
+
+  private async settleRun(runId: number): Promise<void> {
+    const run = this.deps.jobs.getRun(runId);
+    const chat = run?.delivery?.chat;
+    if (!run || !run.delivery || !chat) return;
+    const item = this.deps.outbox.get(chat.outboxId);
+    if (!item || item.status === "pending") return;
+    const delivery: DeliveryResult = { ...run.delivery };
+    if (item.status === "sent") {
+      delivery.chat = { ...chat, status: "sent" };
+      const pushoverFailed = delivery.pushover !== undefined && delivery.pushover.status !== "sent";
+      this.deps.jobs.setDelivery(runId, delivery, pushoverFailed ? "failed" : "delivered");
+      return;
+    }
+    delivery.chat = { ...chat, status: "failed", error: item.lastError ?? "unknown error" };
+    delivery.alert = await this.alert(run, item.target, item.lastError ?? "unknown error");
+    this.deps.jobs.setDelivery(runId, delivery, "failed");
+  }
+
+  private async alert(
+    run: JobRun,
+    target: { channel: string; chatId: string },
+    error: string,
+  ): Promise<DeliveryResult["alert"]> {
+    const { notifier, logger, jobs } = this.deps;
+    const job = jobs.get(run.jobId);
+    logger.warn({ job: run.jobId, run: run.id, error }, "cron-delivery-failed");
+    if (!notifier.configured) return { status: "not_configured" };
+    try {
+      await notifier.send({
+        title: `Magpie: report of "${job?.name ?? `job ${run.jobId}`}" not delivered`,
+        message: `Job #${run.jobId} ran (${run.status}) but its report could not be delivered to ${target.channel}:${target.chatId}: ${error}`,
+        priority: 1,
+      });
+      return { status: "sent" };
+    } catch (alertError) {
+      logger.error({ job: run.jobId, err: alertError }, "cron-delivery-alert-failed");
+      return { status: "failed", error: errorMessage(alertError) };
+    }
+  }
+}

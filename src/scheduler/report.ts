@@ -1,0 +1,88 @@
+import type { Job, RunStatus, RunTrigger } from "./job.js";
+
+export interface RunOutcome {
+  status: RunStatus;
+  /** Readable output: shell stdout/stderr, the agent's answer, the message text or the error. */
+  output: string;
+  trigger: RunTrigger;
+  scheduledAt: number | null;
+  durationMs: number;
+}
+
+const STATUS_LABEL: Record<RunStatus, string> = {
+  ok: "✅ ok",
+  error: "❌ failed",
+  timeout: "⏱️ timed out",
+  skipped: "⏭️ skipped",
+  running: "running",
+};
+
+/** The chat report for a run, trimmed to fit one message of the channel (`maxLength` characters). */
+export function formatChatReport(job: Job, outcome: RunOutcome, maxLength: number): string {
+  // A reminder (message job) arrives as itself; everything else gets a header saying which job ran.
+  if (job.kind === "message" && outcome.status === "ok") return trimHead(outcome.output, maxLength);
+  const header = `**⏰ ${job.name}** (#${job.id}) — ${STATUS_LABEL[outcome.status]} in ${formatDuration(outcome.durationMs)}${caughtUpNote(outcome, job.timezone)}`;
+  const room = Math.max(100, maxLength - header.length - 20);
+  if (!outcome.output.trim()) return header;
+  if (job.kind === "shell") return `${header}\n\`\`\`\n${trimTail(outcome.output, room - 8)}\n\`\`\``;
+  return `${header}\n\n${trimHead(outcome.output, room)}`;
+}
+
+/** The Pushover text for a run: plain, short (Pushover allows 1024 characters). */
+export function formatPushoverReport(job: Job, outcome: RunOutcome): { title: string; message: string } {
+  const plain = outcome.output.replace(/```[a-z]*\n?/g, "").trim();
+  const body =
+    job.kind === "shell" ? trimTail(plain, 900) : trimHead(plain || STATUS_LABEL[outcome.status], 900);
+  return {
+    title: `${job.name} — ${STATUS_LABEL[outcome.status]}`,
+    message: `${body || STATUS_LABEL[outcome.status]}${caughtUpNote(outcome, job.timezone)}`,
+  };
+}
+
+/** Shell tool results are JSON ({exit_code, stdout, stderr}); renders them as terminal-like text. */
+export function shellOutputText(result: string): { ok: boolean; text: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(result.replace(/^(Warning: .*\n)+/, ""));
+  } catch {
+    return { ok: true, text: result };
+  }
+  if (!parsed || typeof parsed !== "object") return { ok: true, text: result };
+  const record = parsed as Record<string, unknown>;
+  if (record.ok === false) {
+    const error = (record.error ?? {}) as { code?: string; message?: string };
+    return { ok: false, text: `${error.code ?? "error"}: ${error.message ?? result}` };
+  }
+  const exitCode = typeof record.exit_code === "number" ? record.exit_code : null;
+  const stdout = typeof record.stdout === "string" ? record.stdout.trimEnd() : "";
+  const stderr = typeof record.stderr === "string" ? record.stderr.trimEnd() : "";
+  const parts = [stdout, stderr ? `[stderr]\n${stderr}` : ""].filter(Boolean);
+  if (exitCode !== null && exitCode !== 0) parts.push(`[exit code ${exitCode}]`);
+  if (typeof record.signal === "string") parts.push(`[killed by ${record.signal}]`);
+  return { ok: exitCode === 0 || (exitCode === null && !record.signal), text: parts.join("\n") };
+}
+
+function caughtUpNote(outcome: RunOutcome, timeZone: string): string {
+  if (outcome.trigger !== "catch_up" || outcome.scheduledAt === null) return "";
+  const due = new Date(outcome.scheduledAt).toLocaleString("en-GB", {
+    timeZone,
+    dateStyle: "short",
+    timeStyle: "short",
+  });
+  return ` — caught up (missed at ${due} while magpie was down)`;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+function trimHead(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 14)}\n…(truncated)`;
+}
+
+/** Keeps the end: the last lines of command output matter most. */
+function trimTail(text: string, limit: number): string {
+  return text.length <= limit ? text : `…(truncated)\n${text.slice(text.length - (limit - 14))}`;
+}

@@ -1,0 +1,452 @@
+import type { Logger } from "pino";
+import type { Clock } from "../core/clock.js";
+import { errorMessage } from "../core/errors.js";
+import type { ReplyTarget } from "../core/types.js";
+import type { RunDelivery } from "./delivery.js";
+import type { Job, JobRun, JobSpec, RunTrigger } from "./job.js";
+import type { JobExecutor } from "./job-executor.js";
+import { nextRunOf, planJob } from "./job-plan.js";
+import type { JobStore } from "./job-store.js";
+import type { RunOutcome } from "./report.js";
+import { SchedulerError } from "./scheduler-error.js";
+
+export interface SchedulerSettings {
+  timezone: string;
+  catchUp: boolean;
+  maxRunHistory: number;
+  runTimeoutMs: number;
+  /** Longest sleep between checks of the database (jobs added by the CLI, pending deliveries). */
+  pollMs?: number;
+}
+
+export interface SchedulerDeps {
+  jobs: JobStore;
+  executor: JobExecutor;
+  delivery: RunDelivery;
+  clock: Clock;
+  logger: Logger;
+  settings: SchedulerSettings;
+}
+
+/** A job with its schedule described for people and tools. */
+export interface JobView {
+  id: number;
+  name: string;
+  schedule: string;
+  timezone: string;
+  kind: Job["kind"];
+  command?: string;
+  prompt?: string;
+  message?: string;
+  enabled: boolean;
+  status: "active" | "paused" | "done";
+  next_run: string | null;
+  last_run: string | null;
+  deliver: { channel?: string; chat_id?: string; pushover: boolean; mode: Job["deliver"]["mode"] };
+  source: Job["source"];
+}
+
+export type JobPatch = Partial<
+  Pick<
+    JobSpec,
+    "name" | "expression" | "delay" | "at" | "command" | "prompt" | "message" | "timezone" | "deliver"
+  >
+> & { enabled?: boolean };
+
+const OUTPUT_EXCERPT_CHARS = 2000;
+/** A due time this far behind "now" at startup counts as missed during downtime. */
+const MISSED_GRACE_MS = 1000;
+
+/**
+ * Fires jobs from the database: `next_run_at` is the single source of truth, one timer wakes at the
+ * earliest one (and at least every `pollMs`), every run is recorded, runs of one job never overlap.
+ */
+export class Scheduler {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private started = false;
+  private readonly running = new Map<number, Promise<JobRun>>();
+  private readonly pollMs: number;
+
+  constructor(private readonly deps: SchedulerDeps) {
+    this.pollMs = deps.settings.pollMs ?? 15_000;
+  }
+
+  /** Recovers interrupted runs, catches up missed ones once, then starts firing. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    const { jobs, clock, settings } = this.deps;
+    const now = clock.now();
+    for (const run of jobs.interruptedRuns()) {
+      jobs.finishRun(
+        run.id,
+        "error",
+        `${run.output ?? ""}interrupted: Magpie stopped while this run was going`,
+        now,
+      );
+    }
+    for (const job of jobs.list()) {
+      if (!job.enabled || job.nextRunAt === null || job.nextRunAt >= now - MISSED_GRACE_MS) continue;
+      const missedAt = job.nextRunAt;
+      this.advance(job, now);
+      if (settings.catchUp) void this.launch(job, "catch_up", missedAt);
+      else {
+        jobs.recordSkipped(
+          job.id,
+          "catch_up",
+          missedAt,
+          now,
+          "missed while Magpie was down (cron.catchUp is off)",
+        );
+        if (job.schedule.kind === "once") jobs.markCompleted(job.id, now);
+      }
+    }
+    void this.tick();
+  }
+
+  /** Stops firing and waits for runs in progress. */
+  async stop(): Promise<void> {
+    this.started = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await Promise.allSettled([...this.running.values()]);
+  }
+
+  /** Runs every due job; re-arms the timer. Exposed so tests and the CLI hand-off can prompt a check. */
+  async tick(): Promise<void> {
+    if (!this.started) return;
+    clearTimeout(this.timer);
+    const { jobs, clock } = this.deps;
+    const now = clock.now();
+    for (const job of jobs.due(now)) {
+      if (job.runRequestedAt !== null) {
+        jobs.clearRunRequest(job.id);
+        void this.launch(job, "manual", null);
+      }
+      if (job.enabled && job.nextRunAt !== null && job.nextRunAt <= now) {
+        const slot = job.nextRunAt;
+        this.advance(job, now);
+        void this.launch(job, "schedule", slot);
+      }
+    }
+    try {
+      await this.deps.delivery.settle();
+    } catch (error) {
+      this.deps.logger.error({ err: error }, "cron-delivery-settle-failed");
+    }
+    this.arm();
+  }
+
+  private arm(): void {
+    if (!this.started) return;
+    clearTimeout(this.timer);
+    const now = this.deps.clock.now();
+    const nextDue = this.deps.jobs.nextDueAt();
+    // Pending chat reports are checked every 2 s so a final failure raises its alert promptly.
+    const poll = this.deps.delivery.pendingCount() > 0 ? Math.min(2000, this.pollMs) : this.pollMs;
+    const wait = nextDue === null ? poll : Math.max(0, Math.min(nextDue - now, poll));
+    this.timer = setTimeout(() => void this.tick(), wait);
+    this.timer.unref?.();
+  }
+
+  /** Moves a job's next run past `now` (from its slot, so a late tick never fires twice). */
+  private advance(job: Job, now: number): void {
+    const next = job.schedule.kind === "cron" ? nextRunOf(job, Math.max(now, job.nextRunAt ?? now)) : null;
+    this.deps.jobs.setNextRun(job.id, next, now);
+  }
+
+  /** Starts a run unless one of the same job is still going (then records a skipped run). */
+  private launch(job: Job, trigger: RunTrigger, scheduledAt: number | null): Promise<JobRun> {
+    const { jobs, clock, settings } = this.deps;
+    const now = clock.now();
+    if (this.running.has(job.id)) {
+      const runId = jobs.recordSkipped(
+        job.id,
+        trigger,
+        scheduledAt,
+        now,
+        "skipped: the previous run was still going",
+      );
+      jobs.prune(job.id, settings.maxRunHistory);
+      this.deps.logger.warn({ job: job.id }, "cron-run-skipped-overlap");
+      return Promise.resolve(jobs.getRun(runId)!);
+    }
+    const runId = jobs.startRun(job.id, trigger, scheduledAt, now);
+    const run = this.execute(job, runId, trigger, scheduledAt).finally(() => {
+      this.running.delete(job.id);
+      this.arm();
+    });
+    this.running.set(job.id, run);
+    return run;
+  }
+
+  private async execute(
+    job: Job,
+    runId: number,
+    trigger: RunTrigger,
+    scheduledAt: number | null,
+  ): Promise<JobRun> {
+    const { jobs, clock, settings, logger, executor, delivery } = this.deps;
+    const started = clock.now();
+    const controller = new AbortController();
+    let timedOut = false;
+    const timeout = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, settings.runTimeoutMs);
+    let outcome: RunOutcome;
+    try {
+      const result = await Promise.race([
+        executor.execute(job, runId, controller.signal),
+        new Promise<never>((_, reject) =>
+          controller.signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true }),
+        ),
+      ]);
+      outcome = {
+        status: result.ok ? "ok" : "error",
+        output: result.output,
+        trigger,
+        scheduledAt,
+        durationMs: clock.now() - started,
+      };
+    } catch (error) {
+      outcome = {
+        status: timedOut ? "timeout" : "error",
+        output: timedOut
+          ? `Job timed out after ${Math.round(settings.runTimeoutMs / 1000)} s (cron.runTimeoutSecs) and was stopped.`
+          : `Job failed: ${errorMessage(error)}`,
+        trigger,
+        scheduledAt,
+        durationMs: clock.now() - started,
+      };
+    } finally {
+      clearTimeout(timeout);
+    }
+    const finished = clock.now();
+    jobs.finishRun(runId, outcome.status, outcome.output.slice(0, OUTPUT_EXCERPT_CHARS), finished);
+    if (job.schedule.kind === "once" && trigger !== "manual") jobs.markCompleted(job.id, finished);
+    logger.info({ job: job.id, run: runId, status: outcome.status, trigger }, "cron-run-finished");
+    try {
+      await delivery.deliver(jobs.get(job.id) ?? job, runId, outcome);
+    } catch (error) {
+      logger.error({ job: job.id, run: runId, err: error }, "cron-delivery-error");
+      jobs.setDelivery(runId, { skipped: `delivery error: ${errorMessage(error)}` }, "failed");
+    }
+    jobs.prune(job.id, settings.maxRunHistory);
+    return jobs.getRun(runId)!;
+  }
+
+  // ── API for tools, /cron, the CLI and config sync ──────────────────────────────────────────────
+
+  add(
+    spec: JobSpec,
+    origin: { createdFrom?: ReplyTarget; source?: Job["source"]; createdBy?: string } = {},
+  ): JobView {
+    const planned = planJob(spec, {
+      defaultTimezone: this.deps.settings.timezone,
+      now: this.deps.clock.now(),
+      createdFrom: origin.createdFrom,
+      source: origin.source ?? "chat",
+      createdBy: origin.createdBy,
+    });
+    const job = this.deps.jobs.insert(planned);
+    this.arm();
+    return this.view(job);
+  }
+
+  list(): JobView[] {
+    return this.deps.jobs.list().map((job) => this.view(job));
+  }
+
+  get(id: number): JobView {
+    return this.view(this.require(id));
+  }
+
+  remove(id: number): JobView {
+    const job = this.require(id);
+    this.deps.jobs.remove(id);
+    this.arm();
+    return this.view(job);
+  }
+
+  /** Pauses (false) or resumes (true); resuming computes the next run from now. */
+  setEnabled(id: number, enabled: boolean): JobView {
+    return this.update(id, { enabled });
+  }
+
+  update(id: number, patch: JobPatch): JobView {
+    const job = this.require(id);
+    const now = this.deps.clock.now();
+    const scheduleChanged =
+      patch.expression !== undefined || patch.delay !== undefined || patch.at !== undefined;
+    const payloadChanged =
+      patch.command !== undefined || patch.prompt !== undefined || patch.message !== undefined;
+    const current = this.specOf(job);
+    const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
+    const keepsOneShotTime = job.schedule.kind === "once" && !scheduleChanged;
+    const spec: JobSpec = {
+      ...current,
+      ...(scheduleChanged ? { expression: undefined } : {}),
+      ...(payloadChanged ? { command: undefined, prompt: undefined, message: undefined } : {}),
+      ...defined,
+      // A one-shot keeps its time unless a new one is given; the placeholder only satisfies validation.
+      ...(keepsOneShotTime ? { delay: "1s" } : {}),
+      deliver: { ...current.deliver, ...patch.deliver },
+    };
+    const planned = planJob(spec, {
+      defaultTimezone: this.deps.settings.timezone,
+      now,
+      source: job.source,
+      createdBy: job.createdBy,
+    });
+    let nextRunAt = planned.nextRunAt;
+    if (keepsOneShotTime) {
+      if (planned.enabled && job.completedAt !== null) {
+        throw new SchedulerError(
+          "cron.job_done",
+          `Job #${id} was a one-shot that already ran; add a new job instead.`,
+        );
+      }
+      nextRunAt = planned.enabled ? (job.nextRunAt ?? now) : null;
+    }
+    const deliver = patch.deliver
+      ? { ...planned.deliver, ...this.threadOf(job, planned.deliver) }
+      : job.deliver;
+    const updated = this.deps.jobs.replace(id, { ...planned, deliver, nextRunAt }, now);
+    this.arm();
+    return this.view(updated);
+  }
+
+  /** Keeps the thread of the original chat when a delivery change still points at that chat. */
+  private threadOf(job: Job, deliver: Job["deliver"]): Partial<Job["deliver"]> {
+    const before = job.deliver.chat;
+    const after = deliver.chat;
+    if (!before?.threadId || !after || before.channel !== after.channel || before.chatId !== after.chatId)
+      return {};
+    return { chat: { ...after, threadId: before.threadId } };
+  }
+
+  /** Runs a job now, whatever its schedule (a run still going makes this one skipped). */
+  runNow(id: number): Promise<JobRun> {
+    const job = this.require(id);
+    if (!this.started) {
+      throw new SchedulerError("cron.not_running", "The scheduler is not running; start Magpie first.");
+    }
+    return this.launch(job, "manual", null);
+  }
+
+  runs(id: number, limit = 10): JobRun[] {
+    this.require(id);
+    return this.deps.jobs.runs(id, limit);
+  }
+
+  /** Finds a job by id or, failing that, by exact name. */
+  resolve(idOrName: string | number): number {
+    const asNumber =
+      typeof idOrName === "number"
+        ? idOrName
+        : /^#?\d+$/.test(idOrName.trim())
+          ? Number(idOrName.trim().replace("#", ""))
+          : NaN;
+    if (!Number.isNaN(asNumber) && this.deps.jobs.get(asNumber)) return asNumber;
+    const byName = this.deps.jobs.list().filter((job) => job.name === String(idOrName).trim());
+    if (byName.length === 1) return byName[0]!.id;
+    throw new SchedulerError(
+      "cron.job_not_found",
+      `No job "${idOrName}"${byName.length > 1 ? " (several jobs have that name; use the id)" : ""} — see cron_list for ids.`,
+    );
+  }
+
+  /** Makes the database match the config's jobs (by name): adds, replaces changed ones, removes dropped ones. */
+  syncFromConfig(specs: Array<JobSpec & { name: string }>): {
+    added: number;
+    updated: number;
+    removed: number;
+  } {
+    const { jobs, clock, settings } = this.deps;
+    const now = clock.now();
+    const counts = { added: 0, updated: 0, removed: 0 };
+    const names = new Set(specs.map((spec) => spec.name));
+    for (const spec of specs) {
+      const existing = jobs.byConfigName(spec.name);
+      const planned = planJob(spec, { defaultTimezone: settings.timezone, now, source: "config" });
+      if (!existing) {
+        jobs.insert(planned);
+        counts.added += 1;
+        continue;
+      }
+      const comparable = (job: Job) => JSON.stringify({ ...this.specOf(job), enabled: undefined });
+      const same = comparable(existing) === comparable({ ...existing, ...planned });
+      // A finished one-shot stays finished: restarting must not run it again.
+      if (same && (existing.enabled === planned.enabled || existing.completedAt !== null)) continue;
+      // A changed definition starts from now; an unchanged one keeps its next run (so catch-up still sees misses).
+      jobs.replace(existing.id, planned, now);
+      counts.updated += 1;
+    }
+    for (const job of jobs.list()) {
+      if (job.source === "config" && !names.has(job.name)) {
+        jobs.remove(job.id);
+        counts.removed += 1;
+      }
+    }
+    this.arm();
+    return counts;
+  }
+
+  private require(id: number): Job {
+    const job = this.deps.jobs.get(id);
+    if (!job) throw new SchedulerError("cron.job_not_found", `No job #${id} — see cron_list for ids.`);
+    return job;
+  }
+
+  private specOf(job: Job): JobSpec {
+    return {
+      name: job.name,
+      ...(job.schedule.kind === "cron" ? { expression: job.schedule.expression } : {}),
+      ...(job.kind === "shell"
+        ? { command: job.payload }
+        : job.kind === "agent"
+          ? { prompt: job.payload }
+          : { message: job.payload }),
+      timezone: job.timezone,
+      agent: job.agent,
+      toolSet: job.toolSet,
+      deliver: {
+        channel: job.deliver.chat?.channel,
+        chatId: job.deliver.chat?.chatId,
+        pushover: job.deliver.pushover,
+        mode: job.deliver.mode,
+      },
+      enabled: job.enabled,
+    };
+  }
+
+  view(job: Job): JobView {
+    const iso = (at: number | null) => (at === null ? null : new Date(at).toISOString());
+    return {
+      id: job.id,
+      name: job.name,
+      schedule:
+        job.schedule.kind === "cron"
+          ? job.schedule.expression
+          : `once at ${iso(job.nextRunAt) ?? iso(job.lastRunAt) ?? "?"}`,
+      timezone: job.timezone,
+      kind: job.kind,
+      ...(job.kind === "shell"
+        ? { command: job.payload }
+        : job.kind === "agent"
+          ? { prompt: job.payload }
+          : { message: job.payload }),
+      enabled: job.enabled,
+      status: job.completedAt !== null ? "done" : job.enabled ? "active" : "paused",
+      next_run: job.enabled ? iso(job.nextRunAt) : null,
+      last_run: iso(job.lastRunAt),
+      deliver: {
+        ...(job.deliver.chat ? { channel: job.deliver.chat.channel, chat_id: job.deliver.chat.chatId } : {}),
+        pushover: job.deliver.pushover,
+        mode: job.deliver.mode,
+      },
+      source: job.source,
+    };
+  }
+}
