@@ -1,5 +1,6 @@
 import { memoryFeature } from "../memory/feature.js";
+import { securityFeature } from "../security/feature.js";
 import type { MagpieFeature } from "./feature.js";
 
 /** Every feature, set up in this order. Each feature adds one line here. */
-export const features: MagpieFeature[] = [memoryFeature];
+export const features: MagpieFeature[] = [securityFeature, memoryFeature];

@@ -1,8 +1,22 @@
+import { applyPatchTool } from "./apply-patch.js";
 import type { Tool } from "./define-tool.js";
+import { fileAppendTool } from "./file-append.js";
+import { fileEditTool } from "./file-edit.js";
+import { fileFindTool } from "./file-find.js";
+import { fileGrepTool } from "./file-grep.js";
+import { fileListTool } from "./file-list.js";
+import { fileReadTool } from "./file-read.js";
+import { fileWriteTool } from "./file-write.js";
+import { gitOperationsTool } from "./git-operations.js";
+import { httpRequestTool } from "./http-request.js";
+import { imageInfoTool } from "./image-info.js";
 import { memoryForgetTool } from "./memory-forget.js";
 import { memoryRecallTool } from "./memory-recall.js";
 import { memoryStoreTool } from "./memory-store.js";
+import { shellTool } from "./shell.js";
 import { spillReadTool } from "./spill-read.js";
+import { webFetchTool } from "./web-fetch.js";
+import { webSearchTool } from "./web-search.js";
 
 /**
  * Every built-in tool, in one list. Each feature adds its tools here (one tool per file);
@@ -10,6 +24,20 @@ import { spillReadTool } from "./spill-read.js";
  */
 export const builtinTools: Tool[] = [
   spillReadTool as Tool,
+  fileReadTool as Tool,
+  fileWriteTool as Tool,
+  fileEditTool as Tool,
+  fileAppendTool as Tool,
+  fileListTool as Tool,
+  fileFindTool as Tool,
+  fileGrepTool as Tool,
+  applyPatchTool as Tool,
+  imageInfoTool as Tool,
+  shellTool as Tool,
+  gitOperationsTool as Tool,
+  httpRequestTool as Tool,
+  webFetchTool as Tool,
+  webSearchTool as Tool,
   memoryStoreTool as Tool,
   memoryRecallTool as Tool,
   memoryForgetTool as Tool,

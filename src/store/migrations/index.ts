@@ -1,8 +1,8 @@
 import type Database from "better-sqlite3";
 import { coreMigration } from "./001-core.js";
-import { approvalsMigration } from "./005-approvals.js";
 import { memoryMigration } from "./003-memory.js";
 import { schedulerMigration } from "./004-scheduler.js";
+import { approvalsMigration } from "./005-approvals.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
 export interface Migration {
@@ -15,4 +15,9 @@ export interface Migration {
  * Every migration, in order. Numbers are reserved per feature so parallel work never collides:
  * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals.
  */
-export const migrations: Migration[] = [coreMigration, schedulerMigration, memoryMigration, approvalsMigration];
+export const migrations: Migration[] = [
+  coreMigration,
+  schedulerMigration,
+  memoryMigration,
+  approvalsMigration,
+];

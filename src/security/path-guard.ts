@@ -1,0 +1,66 @@
+import type { ToolContext } from "../tools/context.js";
+import { ToolError } from "../tools/define-tool.js";
+import { type FileAccess, type GuardFinding, judgePath, strictest } from "./file-guard.js";
+import { type PathScope, type ResolvedPath, resolveToolPath, scopeOf } from "./path-resolver.js";
+
+/** Normalizes a path and enforces the file guard for one read or write; returns where it really lands. */
+export async function guardPath(
+  context: ToolContext,
+  requested: string,
+  access: FileAccess,
+): Promise<ResolvedPath> {
+  const scope = guardScope(context);
+  const resolved = await resolveToolPath(requested, scope);
+  await enforceFindings(
+    context,
+    judgePath(resolved, access, context.config.security.level, scope.home),
+    `${access} ${resolved.real}`,
+  );
+  return resolved;
+}
+
+/** The scope file tools judge paths in (a test may override the home directory through services). */
+export function guardScope(context: ToolContext): PathScope {
+  const home = typeof context.services.homeDir === "string" ? context.services.homeDir : undefined;
+  return scopeOf(context.config, home);
+}
+
+/**
+ * Applies the strictest finding: Deny throws a ToolError named by the rule ID with the suggestion; Warn adds a
+ * warning and asks for approval when `security.approvals.require` lists "guard:warn".
+ */
+export async function enforceFindings(
+  context: ToolContext,
+  findings: GuardFinding[],
+  action: string,
+): Promise<void> {
+  const worst = strictest(findings);
+  if (!worst || worst.verdict === "allow") return;
+  const hint = `${worst.rule.why}. Suggestion: ${worst.rule.suggestion}.`;
+  if (worst.verdict === "deny") {
+    throw new ToolError(
+      worst.rule.id,
+      `Refused by ${worst.rule.id} (security.level ${context.config.security.level}): ${worst.path} — ${hint}`,
+    );
+  }
+  for (const finding of findings) {
+    if (finding.verdict === "warn")
+      context.warn(`${finding.rule.id}: ${finding.path} — ${finding.rule.why}.`);
+  }
+  const decision = await context.requireApproval(
+    `${context.agent}: ${action} (${worst.rule.id})`,
+    "guard:warn",
+  );
+  if (decision === "timeout") {
+    throw new ToolError(
+      "approval.timeout",
+      `Nobody approved ${worst.rule.id} for ${worst.path} in time; nothing was done.`,
+    );
+  }
+  if (decision !== "approved") {
+    throw new ToolError(
+      "approval.denied",
+      `The owner denied ${worst.rule.id} for ${worst.path}; nothing was done.`,
+    );
+  }
+}

@@ -1,0 +1,118 @@
+import fs from "node:fs/promises";
+import picomatch from "picomatch";
+import { z } from "zod";
+import { judgePath } from "../security/file-guard.js";
+import { guardPath, guardScope } from "../security/path-guard.js";
+import { defineTool, ToolError } from "./define-tool.js";
+import { displayPath } from "./files/file-io.js";
+import { ancestorsWithin, walk } from "./files/walk.js";
+
+const DEFAULT_MAX_RESULTS = 100;
+const MAX_LINE_CHARS = 500;
+
+export const fileGrepTool = defineTool({
+  name: "file_grep",
+  description:
+    "Search file contents with a regular expression (JavaScript syntax). Returns structured matches {path, line, text}. Honours .gitignore and .magpieignore; filter files with glob (e.g. '**/*.ts').",
+  inputSchema: z.object({
+    pattern: z.string().min(1).describe("Regular expression, e.g. 'TODO|FIXME' or 'function\\s+main'."),
+    path: z.string().min(1).optional().describe("File or directory to search. Default: the workspace."),
+    glob: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Only search files whose path (relative to path) matches this glob."),
+    case_sensitive: z.boolean().optional().describe("Default true."),
+    max_results: z.number().int().min(1).max(2000).optional().describe(`Default ${DEFAULT_MAX_RESULTS}.`),
+  }),
+  risk: "low",
+  async execute(input, context) {
+    let regex: RegExp;
+    try {
+      regex = new RegExp(input.pattern, input.case_sensitive === false ? "i" : "");
+    } catch (error) {
+      throw new ToolError(
+        "grep.invalid_regex",
+        `Invalid regular expression ${input.pattern}: ${(error as Error).message}`,
+      );
+    }
+    const resolved = await guardPath(context, input.path ?? ".", "read");
+    if (!resolved.exists)
+      throw new ToolError("file.not_found", `Nothing at ${input.path} (${resolved.real}).`);
+    const globMatches = input.glob
+      ? picomatch(input.glob, { dot: true, basename: !input.glob.includes("/") })
+      : null;
+    const scope = guardScope(context);
+    const level = context.config.security.level;
+    const maxResults = input.max_results ?? DEFAULT_MAX_RESULTS;
+    const matches: Array<{ path: string; line: number; text: string }> = [];
+    let filesSearched = 0;
+    const skipped: string[] = [];
+    let truncated = false;
+
+    const candidates = resolved.isDirectory
+      ? walk(resolved.real, {
+          recursive: true,
+          inheritedIgnoreFrom: ancestorsWithin(resolved.real, context.config.workspace),
+        })
+      : single(resolved.real);
+    for await (const entry of candidates) {
+      if (entry.kind !== "file") continue;
+      if (globMatches && !globMatches(entry.relative)) continue;
+      const stats = await fs.stat(entry.absolute).catch(() => null);
+      if (!stats) continue;
+      // A file the guard would not let file_read show (.env, hard links to elsewhere) is not searched either.
+      const findings = judgePath(
+        {
+          requested: entry.absolute,
+          lexical: entry.absolute,
+          real: entry.absolute,
+          exists: true,
+          isDirectory: false,
+          hardLinked: stats.nlink > 1,
+          insideWorkspace: resolved.insideWorkspace && stats.nlink <= 1,
+        },
+        "read",
+        level,
+        scope.home,
+      );
+      const blocked =
+        findings.some((finding) => finding.verdict !== "allow") && entry.absolute !== resolved.real;
+      const otherHardLink = stats.nlink > 1 && entry.absolute !== resolved.real;
+      if (blocked || otherHardLink || stats.size > context.config.tools.files.maxFileSizeBytes) {
+        skipped.push(displayPath(context, entry.absolute));
+        continue;
+      }
+      const buffer = await fs.readFile(entry.absolute).catch(() => null);
+      if (!buffer || buffer.subarray(0, 8000).includes(0)) continue;
+      filesSearched++;
+      const lines = buffer.toString("utf8").split("\n");
+      for (let index = 0; index < lines.length; index++) {
+        const line = lines[index]!;
+        if (!regex.test(line)) continue;
+        if (matches.length >= maxResults) {
+          truncated = true;
+          break;
+        }
+        matches.push({
+          path: displayPath(context, entry.absolute),
+          line: index + 1,
+          text: line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}…` : line,
+        });
+      }
+      if (truncated) break;
+    }
+    return {
+      pattern: input.pattern,
+      matches,
+      count: matches.length,
+      truncated,
+      files_searched: filesSearched,
+      ...(skipped.length ? { skipped_by_guard: skipped.slice(0, 20) } : {}),
+    };
+  },
+});
+
+async function* single(file: string) {
+  yield { relative: file.split("/").pop() ?? file, absolute: file, kind: "file" as const };
+}

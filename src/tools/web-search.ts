@@ -1,0 +1,27 @@
+import { z } from "zod";
+import { defineTool } from "./define-tool.js";
+import { WebSearchClient } from "./web/web-search-client.js";
+
+const defaultClient = new WebSearchClient();
+
+export const webSearchTool = defineTool({
+  name: "web_search",
+  description:
+    "Search the web. Returns results as {title, url, snippet}. Uses the Brave Search API when BRAVE_API_KEY is set, DuckDuckGo otherwise. Follow up with web_fetch to read a result.",
+  inputSchema: z.object({
+    query: z.string().min(1).describe("Search terms."),
+    count: z.number().int().min(1).max(20).optional().describe("Number of results (default 5)."),
+  }),
+  risk: "low",
+  async execute(input, context) {
+    const provided = context.services.webSearch;
+    const client = provided instanceof WebSearchClient ? provided : defaultClient;
+    const { provider, results } = await client.search(
+      input.query,
+      input.count ?? 5,
+      context.config.tools.web.braveApiKey,
+      context.signal,
+    );
+    return { query: input.query, provider, count: results.length, results };
+  },
+});
