@@ -33,6 +33,7 @@ export class ConsoleChannel implements ChannelAdapter {
   private state: ChannelStatus = { state: "starting", since: Date.now() };
   private lines: readline.Interface | undefined;
   private counter = 0;
+  private readonly inFlight = new Set<Promise<unknown>>();
   private readonly input: NodeJS.ReadableStream;
   private readonly output: NodeJS.WritableStream;
 
@@ -54,7 +55,7 @@ export class ConsoleChannel implements ChannelAdapter {
       if (!text) return this.lines?.prompt();
       if (text === "/exit" || text === "/quit") return this.lines?.close();
       const messageId = `${Date.now()}-${++this.counter}`;
-      void sink.message({
+      const accepted = sink.message({
         channel: this.name,
         chatId: CONSOLE_CHAT_ID,
         messageId,
@@ -66,8 +67,12 @@ export class ConsoleChannel implements ChannelAdapter {
         attachments: [],
         receivedAt: Date.now(),
       });
+      this.inFlight.add(accepted);
+      void accepted.finally(() => this.inFlight.delete(accepted));
     });
-    this.lines.on("close", () => {
+    this.lines.on("close", async () => {
+      // Lines typed (or piped) just before the end still reach the inbox before we report the close.
+      await Promise.allSettled([...this.inFlight]);
       this.state = { state: "stopped", since: Date.now() };
       this.options.onClose?.();
     });

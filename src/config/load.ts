@@ -105,7 +105,7 @@ function interpolate(
   problems: string[],
 ): unknown {
   if (typeof value === "string") {
-    return value.replace(VARIABLE, (match, name: string, fallback: string | undefined) => {
+    const result = value.replace(VARIABLE, (match, name: string, fallback: string | undefined) => {
       const found = env[name];
       if (found !== undefined && found !== "") return found;
       if (fallback !== undefined) return fallback;
@@ -114,13 +114,18 @@ function interpolate(
       );
       return "";
     });
+    // `${VAR:-}` that comes out empty means "not set", so the key's default (or env fallback) applies.
+    return result === "" && value !== "" ? undefined : result;
   }
   if (Array.isArray(value))
     return value.map((item, index) => interpolate(item, [...keyPath, index], env, problems));
   if (value && typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value))
-      out[key] = interpolate(inner, [...keyPath, key], env, problems);
+    for (const [key, inner] of Object.entries(value)) {
+      // A key with nothing after it (`console:` in YAML) is null: treat it as not set.
+      const resolved = inner === null ? undefined : interpolate(inner, [...keyPath, key], env, problems);
+      if (resolved !== undefined) out[key] = resolved;
+    }
     return out;
   }
   return value;
