@@ -1,0 +1,458 @@
+import { App, HTTPReceiver, LogLevel, type types } from "@slack/bolt";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
+import type {
+  Attachment,
+  AttachmentKind,
+  ChannelAdapter,
+  ChannelCapabilities,
+  ChannelStatus,
+  InboundMessage,
+  InboundSink,
+  OutboundMessage,
+  ReplyTarget,
+  SendProgress,
+  SendResult,
+} from "../src/core/types.js";
+import { StatusTracker } from "./channel-status.js";
+import { chunkMarkdown, type RenderedPart, renderParts } from "./format/chunk.js";
+import { renderMarkdown } from "./format/markdown.js";
+import type { ChannelDeps } from "./index.js";
+import { AckAfterProcessingSocketReceiver } from "./slack-socket-receiver.js";
+
+type KnownBlock = types.KnownBlock;
+
+const LIMIT = 40_000;
+const SECTION_LIMIT = 3000;
+const IGNORED_SUBTYPES = new Set([
+  "bot_message",
+  "message_changed",
+  "message_deleted",
+  "channel_join",
+  "channel_leave",
+  "message_replied",
+]);
+
+/** The slice of a Slack message event Magpie reads (validated loosely: Slack adds fields freely). */
+interface SlackMessageEvent {
+  type: string;
+  subtype?: string;
+  channel?: string;
+  channel_type?: string;
+  user?: string;
+  bot_id?: string;
+  text?: string;
+  ts?: string;
+  thread_ts?: string;
+  parent_user_id?: string;
+  files?: Array<{
+    id: string;
+    name?: string;
+    mimetype?: string;
+    size?: number;
+    url_private_download?: string;
+    url_private?: string;
+  }>;
+}
+
+interface SlackApiError {
+  code?: string;
+  data?: { error?: string };
+  retryAfter?: number;
+  statusCode?: number;
+}
+
+/** Slack via Bolt: Socket Mode when an app token is set, else signed Events API requests at /slack/events. */
+export class SlackChannel implements ChannelAdapter {
+  readonly name = "slack";
+  readonly capabilities: ChannelCapabilities = {
+    maxMessageLength: LIMIT,
+    edit: true,
+    buttons: true,
+    typing: false,
+    threads: true,
+  };
+  private readonly app: App;
+  private readonly status$ = new StatusTracker();
+  private readonly socketReceiver: AckAfterProcessingSocketReceiver | null = null;
+  private readonly httpReceiver: HTTPReceiver | null = null;
+  private readonly botToken: string;
+  private botUserId = "";
+  private sink: InboundSink | null = null;
+
+  constructor(
+    private readonly deps: ChannelDeps,
+    tuning: { clientPingTimeoutMs?: number } = {},
+  ) {
+    const config = deps.config.channels.slack;
+    if (!config.botToken) {
+      throw new MagpieError(
+        "channel.slack.no_token",
+        "Slack is enabled but has no bot token. Set SLACK_BOT_TOKEN or channels.slack.botToken.",
+      );
+    }
+    this.botToken = config.botToken;
+    const clientOptions = {
+      ...(config.apiUrl ? { slackApiUrl: config.apiUrl } : {}),
+      // The outbox retries; a 429 must come back with its Retry-After instead of sleeping in here.
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+    };
+    if (config.appToken) {
+      this.socketReceiver = new AckAfterProcessingSocketReceiver({
+        appToken: config.appToken,
+        clientOptions,
+        logger: deps.logger,
+        clientPingTimeoutMs: tuning.clientPingTimeoutMs,
+        onState: (state, detail) => this.status$.set(state, detail),
+      });
+    } else {
+      if (!config.signingSecret) {
+        throw new MagpieError(
+          "channel.slack.no_signing_secret",
+          "Slack without an app token receives events over HTTP and needs the signing secret: set SLACK_SIGNING_SECRET or channels.slack.signingSecret (or SLACK_APP_TOKEN for Socket Mode).",
+        );
+      }
+      this.httpReceiver = new HTTPReceiver({
+        signingSecret: config.signingSecret,
+        endpoints: "/slack/events",
+        // Answer Slack only after the listener ran, i.e. after the inbox write.
+        processBeforeResponse: true,
+        logLevel: LogLevel.ERROR,
+      });
+    }
+    this.app = new App({
+      token: this.botToken,
+      receiver: this.socketReceiver ?? this.httpReceiver ?? undefined,
+      clientOptions,
+      deferInitialization: true,
+      logLevel: LogLevel.ERROR,
+      ignoreSelf: true,
+    });
+    this.app.error(async (error) => {
+      deps.logger.error({ channel: this.name, err: errorMessage(error) }, "slack listener failed");
+      throw error;
+    });
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    this.sink = sink;
+    try {
+      await this.app.init();
+      const identity = await this.app.client.auth.test();
+      this.botUserId = String(identity.user_id ?? "");
+    } catch (error) {
+      throw this.startupFailure(error, "bot");
+    }
+    this.app.event("message", async ({ event }) => this.onMessage(event as unknown as SlackMessageEvent));
+    // A channel mention arrives as both `message` and `app_mention` with the same ts: the inbox's
+    // (channel, messageId) uniqueness turns the second into a duplicate, so it is answered once.
+    this.app.event("app_mention", async ({ event }) =>
+      this.onMessage({ ...(event as unknown as SlackMessageEvent), type: "message" }),
+    );
+    this.app.action(/.*/, async ({ ack, body, action }) => {
+      await ack();
+      if (body.type !== "block_actions" || !("value" in action) || typeof action.value !== "string") return;
+      const channelId = body.channel?.id ?? "";
+      const message = body.message as { ts?: string; thread_ts?: string } | undefined;
+      await this.sink?.buttonPressed({
+        channel: this.name,
+        chatId: channelId,
+        threadId: message?.thread_ts && message.thread_ts !== message.ts ? message.thread_ts : undefined,
+        userId: body.user.id,
+        userName: body.user.name ?? body.user.id,
+        isDirect: channelId.startsWith("D"),
+        buttonId: action.value,
+        messageId: message?.ts,
+      });
+    });
+    if (this.httpReceiver) {
+      this.deps.http.route("POST", "/slack/events", this.httpReceiver.requestListener);
+      this.status$.set("connected");
+      return;
+    }
+    try {
+      await this.socketReceiver!.start();
+    } catch (error) {
+      const failure = this.startupFailure(error, "app");
+      if (failure.code === "channel.slack.unauthorized") throw failure;
+      this.socketReceiver!.retryInBackground(`could not connect (${errorMessage(error)})`);
+    }
+  }
+
+  private startupFailure(error: unknown, token: "bot" | "app"): MagpieError {
+    const apiError = error as SlackApiError;
+    const reason = apiError.data?.error;
+    if (
+      reason === "invalid_auth" ||
+      reason === "not_authed" ||
+      reason === "account_inactive" ||
+      reason === "token_revoked"
+    ) {
+      const hint =
+        token === "bot"
+          ? "Check SLACK_BOT_TOKEN or channels.slack.botToken."
+          : "Check SLACK_APP_TOKEN or channels.slack.appToken (an xapp- token with connections:write).";
+      const message = `Slack rejected the ${token} token (${reason}). ${hint}`;
+      this.status$.set("failed", message);
+      return new MagpieError("channel.slack.unauthorized", message, { cause: error });
+    }
+    const message = `Cannot connect to Slack: ${errorMessage(error)}`;
+    this.status$.set(token === "bot" ? "failed" : "reconnecting", message);
+    return new MagpieError("channel.slack.connect_failed", message, { cause: error });
+  }
+
+  private async onMessage(event: SlackMessageEvent): Promise<void> {
+    if (event.bot_id || !event.user || event.user === this.botUserId) return;
+    if (event.subtype && IGNORED_SUBTYPES.has(event.subtype)) return;
+    if (!event.channel || !event.ts) return;
+    // Awaited: the socket receiver and the HTTP receiver acknowledge Slack only after this resolves.
+    await this.sink?.message(this.normalize(event));
+  }
+
+  private normalize(event: SlackMessageEvent): InboundMessage {
+    const channel = event.channel!;
+    const ts = event.ts!;
+    const text = event.text ?? "";
+    const mention = `<@${this.botUserId}>`;
+    const inThread = event.thread_ts !== undefined && event.thread_ts !== ts;
+    const threadStartedByBot = inThread && event.parent_user_id === this.botUserId;
+    return {
+      channel: this.name,
+      chatId: channel,
+      threadId: inThread ? event.thread_ts : undefined,
+      messageId: `${channel}:${ts}`,
+      userId: event.user!,
+      userName: event.user!,
+      text: unescapeSlack(text.replaceAll(mention, "@magpie")).trim(),
+      isDirect: event.channel_type === "im" || channel.startsWith("D"),
+      mentionsBot: this.botUserId !== "" && (text.includes(mention) || threadStartedByBot),
+      replyTo: inThread
+        ? {
+            messageId: `${channel}:${event.thread_ts}`,
+            userId: event.parent_user_id,
+            fromBot: threadStartedByBot,
+          }
+        : undefined,
+      attachments: (event.files ?? []).map((file) => ({
+        kind: kindOf(file.mimetype),
+        id: file.id,
+        name: file.name,
+        mime: file.mimetype,
+        size: file.size,
+        url: file.url_private_download ?? file.url_private,
+      })),
+      receivedAt: Math.round(Number(ts) * 1000),
+      raw: event,
+    };
+  }
+
+  async send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
+    const plain = message.format === "plain";
+    const parts = renderParts(message.text, LIMIT, (text) =>
+      plain ? text : renderMarkdown(text, "slack-mrkdwn"),
+    );
+    const threadTs = this.threadTsFor(target);
+    const messageIds: string[] = [];
+    for (let index = progress?.partsSent ?? 0; index < parts.length; index++) {
+      const part = parts[index]!;
+      const buttons = index === parts.length - 1 ? message.buttons : undefined;
+      let id: string;
+      if (index === 0 && message.editMessageId) {
+        await this.update(target.chatId, message.editMessageId, part, buttons, plain);
+        id = message.editMessageId;
+      } else {
+        id = await this.post(target.chatId, threadTs, part, buttons, plain);
+      }
+      messageIds.push(id);
+      progress?.onPartSent(index, id);
+    }
+    return { messageIds };
+  }
+
+  /** Replies go into the thread; in channels a reply starts a thread under the triggering message. */
+  private threadTsFor(target: ReplyTarget): string | undefined {
+    if (target.threadId) return target.threadId;
+    if (!target.replyToMessageId || target.chatId.startsWith("D")) return undefined;
+    return target.replyToMessageId.split(":").pop();
+  }
+
+  private async post(
+    channel: string,
+    threadTs: string | undefined,
+    part: RenderedPart,
+    buttons: OutboundMessage["buttons"],
+    plain: boolean,
+  ): Promise<string> {
+    const base = { channel, ...(threadTs ? { thread_ts: threadTs } : {}), unfurl_links: false };
+    try {
+      try {
+        const result = await this.app.client.chat.postMessage({
+          ...base,
+          text: part.formatted,
+          mrkdwn: !plain,
+          ...(buttons ? { blocks: blocksFor(part.formatted, buttons) } : {}),
+        });
+        return String(result.ts);
+      } catch (error) {
+        if (!isFormattingRejection(error)) throw error;
+        this.deps.logger.warn({ channel: this.name }, "Slack rejected the blocks; resending as plain text");
+        const result = await this.app.client.chat.postMessage({
+          ...base,
+          text: withChoices(part.plain, buttons),
+          mrkdwn: false,
+        });
+        return String(result.ts);
+      }
+    } catch (error) {
+      throw toSendError(error);
+    }
+  }
+
+  private async update(
+    channel: string,
+    ts: string,
+    part: RenderedPart,
+    buttons: OutboundMessage["buttons"],
+    plain: boolean,
+  ): Promise<void> {
+    try {
+      try {
+        await this.app.client.chat.update({
+          channel,
+          ts,
+          text: part.formatted,
+          ...(buttons ? { blocks: blocksFor(part.formatted, buttons) } : { blocks: [] }),
+        });
+      } catch (error) {
+        if (!isFormattingRejection(error) && !plain) throw error;
+        await this.app.client.chat.update({
+          channel,
+          ts,
+          text: withChoices(part.plain, buttons),
+          blocks: [],
+        });
+      }
+    } catch (error) {
+      throw toSendError(error);
+    }
+  }
+
+  async edit(target: ReplyTarget, messageId: string, message: OutboundMessage): Promise<void> {
+    const [part] = renderParts(message.text, LIMIT, (text) => renderMarkdown(text, "slack-mrkdwn"));
+    if (part) await this.update(target.chatId, messageId, part, message.buttons, message.format === "plain");
+  }
+
+  async download(attachment: Attachment): Promise<Buffer> {
+    if (!attachment.url)
+      throw new MagpieError("channel.slack.no_url", `Slack file ${attachment.id} has no download URL.`);
+    // Private Slack file URLs need the bot token (files:read scope).
+    const response = await fetch(attachment.url, { headers: { authorization: `Bearer ${this.botToken}` } });
+    if (!response.ok)
+      throw new MagpieError(
+        "channel.slack.download_failed",
+        `Slack file download failed (${response.status}); the app needs the files:read scope.`,
+      );
+    return Buffer.from(await response.arrayBuffer());
+  }
+
+  async stop(): Promise<void> {
+    await this.socketReceiver?.stop();
+    this.status$.set("stopped");
+  }
+
+  status(): ChannelStatus {
+    return this.status$.get();
+  }
+}
+
+/** Section blocks (3000 characters each) for the text, then one actions block per button row. */
+function blocksFor(mrkdwn: string, rows: NonNullable<OutboundMessage["buttons"]>): KnownBlock[] {
+  const sections = chunkMarkdown(mrkdwn, SECTION_LIMIT).map(
+    (text) => ({ type: "section", text: { type: "mrkdwn", text } }) as KnownBlock,
+  );
+  const actions = rows.map(
+    (row, rowIndex) =>
+      ({
+        type: "actions",
+        block_id: `magpie-row-${rowIndex}`,
+        elements: row.map((button, index) => ({
+          type: "button",
+          action_id: `magpie-${rowIndex}-${index}`,
+          text: { type: "plain_text", text: button.label.slice(0, 75) },
+          value: button.id,
+          ...(button.style ? { style: button.style } : {}),
+        })),
+      }) as KnownBlock,
+  );
+  return [...sections, ...actions].slice(0, 50);
+}
+
+/** Without blocks, the choices are listed so the user still sees them. */
+function withChoices(text: string, buttons: OutboundMessage["buttons"]): string {
+  if (!buttons || buttons.length === 0) return text;
+  return `${text}\n\n${buttons
+    .flat()
+    .map((button) => `• ${button.label}`)
+    .join("\n")}`;
+}
+
+function unescapeSlack(text: string): string {
+  return text.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+}
+
+function kindOf(mime: string | undefined): AttachmentKind {
+  if (!mime) return "file";
+  if (mime.startsWith("image/")) return "image";
+  if (mime.startsWith("audio/")) return "audio";
+  if (mime.startsWith("video/")) return "video";
+  return "file";
+}
+
+function isFormattingRejection(error: unknown): boolean {
+  const reason = (error as SlackApiError).data?.error ?? "";
+  return reason === "invalid_blocks" || reason === "invalid_blocks_format";
+}
+
+/** Maps a Web API failure onto the outbox's retry contract. */
+function toSendError(error: unknown): ChannelSendError {
+  const apiError = error as SlackApiError;
+  switch (apiError.code) {
+    case "slack_webapi_rate_limited_error":
+      return new ChannelSendError(`Slack rate limit: retry after ${apiError.retryAfter ?? 1} s`, {
+        code: "channel.rate_limited",
+        retryAfterMs: (apiError.retryAfter ?? 1) * 1000,
+        cause: error,
+      });
+    case "slack_webapi_platform_error": {
+      const reason = apiError.data?.error ?? "unknown";
+      const transient =
+        reason === "internal_error" ||
+        reason === "fatal_error" ||
+        reason === "service_unavailable" ||
+        reason === "request_timeout";
+      return new ChannelSendError(`Slack refused the message (${reason})`, {
+        code: "channel.slack.refused",
+        permanent: !transient,
+        cause: error,
+      });
+    }
+    case "slack_webapi_http_error": {
+      const status = apiError.statusCode ?? 0;
+      return new ChannelSendError(`Slack HTTP error ${status}`, {
+        code: "channel.slack.http_error",
+        permanent: status >= 400 && status < 500,
+        cause: error,
+      });
+    }
+    default:
+      return new ChannelSendError(`Slack unreachable: ${errorMessage(error)}`, {
+        code: "channel.network",
+        cause: error,
+      });
+  }
+}
+
+/** Factory used by channels/index.ts. */
+export function createSlackChannel(deps: ChannelDeps): ChannelAdapter {
+  return new SlackChannel(deps);
+}

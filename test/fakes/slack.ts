@@ -1,0 +1,242 @@
+import { createHmac } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { type WebSocket, WebSocketServer } from "ws";
+import { closeServer, listen, readBody, sendJson } from "./http-util.js";
+
+/**
+ * Slack Web API (`/api/<method>`) and Socket Mode WebSocket on one 127.0.0.1 port, driven by the real
+ * @slack/bolt client (`clientOptions.slackApiUrl`). Records every call and every envelope ack, can fail a
+ * call once (429 + Retry-After, invalid_blocks, …), rejects unknown tokens with invalid_auth and can drop
+ * every connection. `signedEvent()` builds a signed Events API request for the HTTP mode.
+ */
+
+export interface SlackCall {
+  method: string;
+  token: string;
+  body: Record<string, unknown>;
+  failed?: boolean;
+}
+
+export const SLACK_BOT_USER = "U0BOT";
+export const SLACK_TEAM = "T0TEAM";
+
+interface ScriptedFailure {
+  method: string;
+  status: number;
+  error: string;
+  retryAfterSeconds?: number;
+}
+
+export class FakeSlack {
+  readonly calls: SlackCall[] = [];
+  /** Envelope ids acknowledged over the socket, in order. */
+  readonly acks: string[] = [];
+  botToken = "xoxb-test-token";
+  appToken = "xapp-test-token";
+  dropping = false;
+  connections = 0;
+  private sockets = new Set<WebSocket>();
+  private failures: ScriptedFailure[] = [];
+  private tsCounter = 1_700_000_000_000;
+  private envelopeCounter = 0;
+  private readonly server: Server;
+  private readonly socketServer: WebSocketServer;
+  private port = 0;
+  readonly files = new Map<string, Buffer>();
+
+  constructor() {
+    this.server = createServer((request, response) => {
+      this.handle(request, response).catch((error) =>
+        sendJson(response, 500, { ok: false, error: String(error) }),
+      );
+    });
+    this.socketServer = new WebSocketServer({ noServer: true });
+    this.server.on("upgrade", (request, socket, head) => {
+      if (this.dropping) {
+        socket.destroy();
+        return;
+      }
+      this.socketServer.handleUpgrade(request, socket, head, (ws) => this.onConnection(ws));
+    });
+  }
+
+  async start(): Promise<this> {
+    this.port = await listen(this.server);
+    return this;
+  }
+
+  /** Value for `channels.slack.apiUrl`. */
+  get apiUrl(): string {
+    return `http://127.0.0.1:${this.port}/api/`;
+  }
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.terminate();
+    this.socketServer.close();
+    await closeServer(this.server);
+  }
+
+  setDropping(dropping: boolean): void {
+    this.dropping = dropping;
+    if (dropping) for (const socket of this.sockets) socket.terminate();
+  }
+
+  get socketConnected(): boolean {
+    return this.sockets.size > 0;
+  }
+
+  failNext(method: string, status: number, error: string, retryAfterSeconds?: number): void {
+    this.failures.push({ method, status, error, retryAfterSeconds });
+  }
+
+  callsOf(method: string): SlackCall[] {
+    return this.calls.filter((call) => call.method === method && !call.failed);
+  }
+
+  nextTs(): string {
+    this.tsCounter += 1;
+    return `${Math.floor(this.tsCounter / 1000)}.${String(this.tsCounter % 1000).padStart(6, "0")}`;
+  }
+
+  /** Sends an envelope over every socket; resolves with its envelope id. */
+  sendEnvelope(type: "events_api" | "interactive", payload: Record<string, unknown>): string {
+    const envelopeId = `env-${++this.envelopeCounter}`;
+    const frame = JSON.stringify({
+      envelope_id: envelopeId,
+      type,
+      accepts_response_payload: type === "interactive",
+      payload,
+    });
+    for (const socket of this.sockets) socket.send(frame);
+    return envelopeId;
+  }
+
+  /** An Events API `event_callback` body around `event`. */
+  eventCallback(event: Record<string, unknown>): Record<string, unknown> {
+    return {
+      token: "legacy",
+      team_id: SLACK_TEAM,
+      api_app_id: "A0APP",
+      type: "event_callback",
+      event_id: `Ev${++this.envelopeCounter}`,
+      event_time: Math.floor(Date.now() / 1000),
+      authorizations: [{ team_id: SLACK_TEAM, user_id: SLACK_BOT_USER, is_bot: true }],
+      event,
+    };
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (this.dropping) {
+      request.socket.destroy();
+      return;
+    }
+    const url = (request.url ?? "").split("?")[0]!;
+    const file = /^\/files\/(.+)$/.exec(url);
+    if (file) {
+      const content = this.files.get(file[1]!);
+      if (!content || request.headers.authorization !== `Bearer ${this.botToken}`)
+        return sendJson(response, 404, {});
+      response.writeHead(200, { "content-type": "application/octet-stream" });
+      response.end(content);
+      return;
+    }
+    const match = /^\/api\/([\w.]+)$/.exec(url);
+    if (!match) return sendJson(response, 404, { ok: false, error: "unknown_method" });
+    const method = match[1]!;
+    const raw = await readBody(request);
+    const body = parseBody(raw, request.headers["content-type"] ?? "");
+    const token = (request.headers.authorization ?? "").replace(/^Bearer /, "") || String(body.token ?? "");
+    const call: SlackCall = { method, token, body };
+    const expected = method === "apps.connections.open" ? this.appToken : this.botToken;
+    if (token !== expected) {
+      this.calls.push({ ...call, failed: true });
+      return sendJson(response, 200, { ok: false, error: "invalid_auth" });
+    }
+    const failureIndex = this.failures.findIndex((failure) => failure.method === method);
+    if (failureIndex >= 0) {
+      const [failure] = this.failures.splice(failureIndex, 1);
+      this.calls.push({ ...call, failed: true });
+      const headers: Record<string, string> =
+        failure!.retryAfterSeconds !== undefined ? { "retry-after": String(failure!.retryAfterSeconds) } : {};
+      return sendJson(response, failure!.status, { ok: false, error: failure!.error }, headers);
+    }
+    this.calls.push(call);
+    switch (method) {
+      case "auth.test":
+        return sendJson(response, 200, {
+          ok: true,
+          url: "https://fake.slack.com/",
+          team: "Fake",
+          user: "magpie",
+          team_id: SLACK_TEAM,
+          user_id: SLACK_BOT_USER,
+          bot_id: "B0BOT",
+        });
+      case "apps.connections.open":
+        return sendJson(response, 200, {
+          ok: true,
+          url: `ws://127.0.0.1:${this.port}/link/?ticket=t${this.connections + 1}`,
+        });
+      case "chat.postMessage": {
+        const ts = this.nextTs();
+        return sendJson(response, 200, {
+          ok: true,
+          channel: body.channel,
+          ts,
+          message: { type: "message", text: body.text, ts, user: SLACK_BOT_USER },
+        });
+      }
+      case "chat.update":
+        return sendJson(response, 200, { ok: true, channel: body.channel, ts: body.ts, text: body.text });
+      default:
+        return sendJson(response, 200, { ok: false, error: "unknown_method" });
+    }
+  }
+
+  private onConnection(ws: WebSocket): void {
+    this.connections++;
+    this.sockets.add(ws);
+    ws.on("close", () => this.sockets.delete(ws));
+    ws.on("message", (frame) => {
+      const message = JSON.parse(String(frame)) as { envelope_id?: string };
+      if (message.envelope_id) this.acks.push(message.envelope_id);
+    });
+    ws.send(
+      JSON.stringify({
+        type: "hello",
+        num_connections: 1,
+        connection_info: { app_id: "A0APP" },
+        debug_info: { host: "fake", approximate_connection_time: 18060 },
+      }),
+    );
+  }
+}
+
+function parseBody(raw: string, contentType: string): Record<string, unknown> {
+  if (!raw) return {};
+  if (contentType.includes("json")) return JSON.parse(raw) as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of new URLSearchParams(raw)) {
+    out[key] =
+      (key === "blocks" || key === "attachments") && value.startsWith("[") ? JSON.parse(value) : value;
+  }
+  return out;
+}
+
+/** Headers for a Slack-signed request: `v0=` HMAC-SHA256 of `v0:<ts>:<body>` (api.slack.com/authentication/verifying-requests-from-slack). */
+export function slackSignature(
+  secret: string,
+  body: string,
+  timestampSeconds = Math.floor(Date.now() / 1000),
+): Record<string, string> {
+  const signature = createHmac("sha256", secret).update(`v0:${timestampSeconds}:${body}`).digest("hex");
+  return {
+    "content-type": "application/json",
+    "x-slack-request-timestamp": String(timestampSeconds),
+    "x-slack-signature": `v0=${signature}`,
+  };
+}
