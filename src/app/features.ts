@@ -1,6 +1,7 @@
 import { memoryFeature } from "../memory/feature.js";
+import { schedulerFeature } from "../scheduler/feature.js";
 import { securityFeature } from "../security/feature.js";
 import type { MagpieFeature } from "./feature.js";
 
 /** Every feature, set up in this order. Each feature adds one line here. */
-export const features: MagpieFeature[] = [securityFeature, memoryFeature];
+export const features: MagpieFeature[] = [securityFeature, memoryFeature, schedulerFeature];

@@ -82,7 +82,7 @@ export class RunDelivery {
   private async settleRun(runId: number): Promise<void> {
     const run = this.deps.jobs.getRun(runId);
     const chat = run?.delivery?.chat;
-    if (!run || !run.delivery || !chat) return;
+    if (!run?.delivery || !chat) return;
     const item = this.deps.outbox.get(chat.outboxId);
     if (!item || item.status === "pending") return;
     const delivery: DeliveryResult = { ...run.delivery };

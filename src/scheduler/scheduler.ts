@@ -29,7 +29,7 @@ export interface SchedulerDeps {
 }
 
 /** A job with its schedule described for people and tools. */
-export interface JobView {
+export type JobView = {
   id: number;
   name: string;
   schedule: string;
@@ -44,7 +44,7 @@ export interface JobView {
   last_run: string | null;
   deliver: { channel?: string; chat_id?: string; pushover: boolean; mode: Job["deliver"]["mode"] };
   source: Job["source"];
-}
+};
 
 export type JobPatch = Partial<
   Pick<
@@ -367,9 +367,19 @@ export class Scheduler {
     const now = clock.now();
     const counts = { added: 0, updated: 0, removed: 0 };
     const names = new Set(specs.map((spec) => spec.name));
-    for (const spec of specs) {
+    // Validate every job before touching the database, so a bad entry changes nothing.
+    const plans = specs.map((spec) => {
+      try {
+        return planJob(spec, { defaultTimezone: settings.timezone, now, source: "config" });
+      } catch (error) {
+        if (error instanceof SchedulerError)
+          throw new SchedulerError(error.code, `job "${spec.name}": ${error.message}`);
+        throw error;
+      }
+    });
+    for (const [index, spec] of specs.entries()) {
       const existing = jobs.byConfigName(spec.name);
-      const planned = planJob(spec, { defaultTimezone: settings.timezone, now, source: "config" });
+      const planned = plans[index]!;
       if (!existing) {
         jobs.insert(planned);
         counts.added += 1;

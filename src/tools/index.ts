@@ -1,5 +1,11 @@
 import { applyPatchTool } from "./apply-patch.js";
 import type { Tool } from "./define-tool.js";
+import { cronAddTool } from "./cron-add.js";
+import { cronListTool } from "./cron-list.js";
+import { cronRemoveTool } from "./cron-remove.js";
+import { cronRunTool } from "./cron-run.js";
+import { cronRunsTool } from "./cron-runs.js";
+import { cronUpdateTool } from "./cron-update.js";
 import { fileAppendTool } from "./file-append.js";
 import { fileEditTool } from "./file-edit.js";
 import { fileFindTool } from "./file-find.js";
@@ -13,6 +19,9 @@ import { imageInfoTool } from "./image-info.js";
 import { memoryForgetTool } from "./memory-forget.js";
 import { memoryRecallTool } from "./memory-recall.js";
 import { memoryStoreTool } from "./memory-store.js";
+import { messageTool } from "./message.js";
+import { pushoverTool } from "./pushover.js";
+import { scheduleTool } from "./schedule.js";
 import { shellTool } from "./shell.js";
 import { spillReadTool } from "./spill-read.js";
 import { webFetchTool } from "./web-fetch.js";
@@ -41,4 +50,13 @@ export const builtinTools: Tool[] = [
   memoryStoreTool as Tool,
   memoryRecallTool as Tool,
   memoryForgetTool as Tool,
+  scheduleTool as Tool,
+  cronAddTool as Tool,
+  cronListTool as Tool,
+  cronRemoveTool as Tool,
+  cronRunTool as Tool,
+  cronRunsTool as Tool,
+  cronUpdateTool as Tool,
+  messageTool as Tool,
+  pushoverTool as Tool,
 ];

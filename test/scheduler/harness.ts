@@ -33,6 +33,9 @@ export class RecordingMessenger implements Messenger {
     this.sent.push({ target, message, origin, outboxId });
     return outboxId;
   }
+  async waitForDelivery(outboxId: number): Promise<"sent" | "failed" | "pending"> {
+    return this.store.outbox.get(outboxId)?.status ?? "pending";
+  }
 }
 
 /** An executor whose jobs answer from a script; `hold` makes runs wait until released. */

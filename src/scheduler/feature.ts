@@ -1,0 +1,56 @@
+import type { MagpieFeature } from "../app/feature.js";
+import { systemClock } from "../core/clock.js";
+import { ConfigError } from "../core/errors.js";
+import { createPushoverNotifier } from "../notify/pushover.js";
+import type { MessagingService } from "../tools/message.js";
+import { specOfConfigJob } from "./config-jobs.js";
+import { createScheduler } from "./create-scheduler.js";
+import { cronCommand } from "./cron-command.js";
+import { createJobExecutor } from "./job-executor.js";
+import type { Scheduler } from "./scheduler.js";
+import { SchedulerError } from "./scheduler-error.js";
+
+/** Scheduler, Pushover notifier and cross-channel messaging: services, /cron, config job sync, start/stop. */
+export const schedulerFeature: MagpieFeature = {
+  name: "scheduler",
+  setup(app) {
+    const { config } = app;
+    const notifier = createPushoverNotifier(config.notify.pushover);
+    const scheduler = createScheduler({
+      db: app.store.db,
+      outbox: app.store.outbox,
+      messenger: app.messenger,
+      notifier,
+      executor: createJobExecutor({ tools: app.tools, agent: app.agent }),
+      clock: systemClock,
+      logger: app.logger.child({ module: "scheduler" }),
+      settings: {
+        timezone: config.timezone,
+        catchUp: config.cron.catchUp,
+        maxRunHistory: config.cron.maxRunHistory,
+        runTimeoutMs: config.cron.runTimeoutSecs * 1000,
+      },
+      maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength,
+    });
+    const messaging: MessagingService = {
+      messenger: app.messenger,
+      channelNames: () => [...app.channels.keys()],
+    };
+    app.services.scheduler = scheduler;
+    app.services.notifier = notifier;
+    app.services.messaging = messaging;
+    app.commands.register(cronCommand(scheduler));
+
+    try {
+      const counts = scheduler.syncFromConfig(config.cron.jobs.map(specOfConfigJob));
+      app.logger.info(counts, "cron-config-synced");
+    } catch (error) {
+      if (error instanceof SchedulerError) throw new ConfigError([`cron.jobs: ${error.message}`]);
+      throw error;
+    }
+    app.onStop(() => scheduler.stop());
+  },
+  start(app) {
+    (app.services.scheduler as Scheduler).start();
+  },
+};

@@ -1,0 +1,71 @@
+import { z } from "zod";
+import type { Messenger } from "../app/feature.js";
+import { isChatAllowed } from "../notify/chat-access.js";
+import { defineTool, ToolError } from "./define-tool.js";
+
+/** What the scheduler feature registers as `services.messaging`: the outbox and the connected channels. */
+export interface MessagingService {
+  messenger: Messenger;
+  channelNames(): string[];
+}
+
+const DELIVERY_WAIT_MS = 10_000;
+
+export const messageTool = defineTool({
+  name: "message",
+  description:
+    "Send a message to a chat: this chat by default, or another channel/chat (e.g. post to the team's Slack channel). Only chats the access rules allow.",
+  inputSchema: z.object({
+    content: z.string().min(1).describe("The message text (Markdown)."),
+    channel: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("telegram, discord, slack … (default: this chat's channel)."),
+    chat_id: z.string().min(1).optional().describe("Chat id in that channel (default: this chat)."),
+  }),
+  risk: "medium",
+  async execute(input, context) {
+    const messaging = context.services.messaging as MessagingService | undefined;
+    if (!messaging) throw new ToolError("message.unavailable", "Messaging is not available in this Magpie.");
+    const channel = input.channel ?? context.target.channel;
+    const sameChannel = channel === context.target.channel;
+    const chatId = input.chat_id ?? (sameChannel ? context.target.chatId : undefined);
+    if (!chatId) {
+      throw new ToolError("message.chat_id_required", `Sending to channel "${channel}" needs chat_id.`);
+    }
+    const channels = messaging.channelNames();
+    if (!channels.includes(channel)) {
+      throw new ToolError(
+        "message.unknown_channel",
+        `Channel "${channel}" is not connected. Connected channels: ${channels.join(", ") || "none"}.`,
+      );
+    }
+    if (!isChatAllowed(context.config, context.services, context.target, { channel, chatId })) {
+      throw new ToolError(
+        "message.chat_not_allowed",
+        `Chat ${chatId} on ${channel} is not one Magpie may post to: only this chat, paired chats and the channel's configured allowFrom/groups (channels.${channel}.groups).`,
+      );
+    }
+    const isCurrentChat = sameChannel && chatId === context.target.chatId;
+    const target =
+      isCurrentChat && context.target.threadId
+        ? { channel, chatId, threadId: context.target.threadId }
+        : { channel, chatId };
+    const outboxId = messaging.messenger.send(target, { text: input.content }, "message");
+    const status = await messaging.messenger.waitForDelivery(outboxId, DELIVERY_WAIT_MS);
+    if (status === "failed") {
+      throw new ToolError(
+        "message.failed",
+        `The message to ${channel}:${chatId} could not be delivered (outbox #${outboxId}).`,
+      );
+    }
+    return {
+      ok: true,
+      channel,
+      chat_id: chatId,
+      status: status === "sent" ? "sent" : "queued",
+      outbox_id: outboxId,
+    };
+  },
+});
