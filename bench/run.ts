@@ -4,6 +4,7 @@
  */
 const SECTIONS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   startup: () => import("./startup.js"),
+  memory: () => import("./memory.js"),
 };
 
 async function main(): Promise<void> {

@@ -1,3 +1,4 @@
+import type { Statement } from "better-sqlite3";
 import type { Db } from "../store/index.js";
 import type { MemoryCategory, MemoryRecord } from "./types.js";
 import { blobToVector, vectorToBlob } from "./vector-math.js";
@@ -36,7 +37,19 @@ export interface StoredVector {
 
 /** SQL for memories, their FTS5 index (kept in sync by triggers) and their embeddings. */
 export class MemoryRepository {
+  private readonly statements = new Map<string, Statement>();
+
   constructor(private readonly db: Db) {}
+
+  /** Prepared once per SQL text: compiling dominates the cost of these small queries. */
+  private sql(text: string): Statement {
+    let statement = this.statements.get(text);
+    if (!statement) {
+      statement = this.db.prepare(text);
+      this.statements.set(text, statement);
+    }
+    return statement;
+  }
 
   /** Inserts or updates the memory `key` of `agent`; `created` is false for an update. */
   upsert(
@@ -46,47 +59,48 @@ export class MemoryRepository {
     return this.db.transaction(() => {
       const existing = this.get(input.agent, input.key);
       if (existing && existing.content === input.content && existing.category === input.category) {
-        this.db.prepare("UPDATE memories SET updated_at = ? WHERE id = ?").run(at, existing.id);
+        this.sql("UPDATE memories SET updated_at = ? WHERE id = ?").run(at, existing.id);
         return { record: { ...existing, updatedAt: at }, created: false };
       }
       // A changed text needs a new embedding; until it has one, it is found by keyword only.
       if (existing && existing.content !== input.content) {
-        this.db.prepare("DELETE FROM memory_vectors WHERE memory_id = ?").run(existing.id);
+        this.sql("DELETE FROM memory_vectors WHERE memory_id = ?").run(existing.id);
       }
-      this.db
-        .prepare(
-          `INSERT INTO memories (agent, key, content, category, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+      this.sql(
+        `INSERT INTO memories (agent, key, content, category, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
            ON CONFLICT (agent, key) DO UPDATE SET content = excluded.content, category = excluded.category,
              updated_at = excluded.updated_at`,
-        )
-        .run(input.agent, input.key, input.content, input.category, at, at);
+      ).run(input.agent, input.key, input.content, input.category, at, at);
       return { record: this.get(input.agent, input.key)!, created: !existing };
     })();
   }
 
   get(agent: string, key: string): MemoryRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM memories WHERE agent = ? AND key = ?").get(agent, key) as
+    const row = this.sql("SELECT * FROM memories WHERE agent = ? AND key = ?").get(agent, key) as
       | MemoryRow
       | undefined;
     return row ? toRecord(row) : undefined;
   }
 
   contentOf(id: number): string | undefined {
-    return this.db.prepare("SELECT content FROM memories WHERE id = ?").pluck().get(id) as string | undefined;
+    const row = this.sql("SELECT content FROM memories WHERE id = ?").get(id) as
+      | { content: string }
+      | undefined;
+    return row?.content;
   }
 
   getMany(ids: number[]): Map<number, MemoryRecord> {
     if (ids.length === 0) return new Map();
-    const rows = this.db
-      .prepare("SELECT * FROM memories WHERE id IN (SELECT value FROM json_each(?))")
-      .all(JSON.stringify(ids)) as MemoryRow[];
+    const rows = this.sql("SELECT * FROM memories WHERE id IN (SELECT value FROM json_each(?))").all(
+      JSON.stringify(ids),
+    ) as MemoryRow[];
     return new Map(rows.map((row) => [row.id, toRecord(row)]));
   }
 
   /** Deletes the memory; its FTS rows go with the trigger and its vector with the foreign key. */
   delete(agent: string, key: string): MemoryRecord | undefined {
     const existing = this.get(agent, key);
-    if (existing) this.db.prepare("DELETE FROM memories WHERE id = ?").run(existing.id);
+    if (existing) this.sql("DELETE FROM memories WHERE id = ?").run(existing.id);
     return existing;
   }
 
@@ -94,33 +108,30 @@ export class MemoryRepository {
   list(agent: string, options: { category?: MemoryCategory; limit?: number } = {}): MemoryRecord[] {
     const rows = (
       options.category
-        ? this.db
-            .prepare(
-              "SELECT * FROM memories WHERE agent = ? AND category = ? ORDER BY updated_at DESC, id DESC LIMIT ?",
-            )
-            .all(agent, options.category, options.limit ?? -1)
-        : this.db
-            .prepare("SELECT * FROM memories WHERE agent = ? ORDER BY updated_at DESC, id DESC LIMIT ?")
-            .all(agent, options.limit ?? -1)
+        ? this.sql(
+            "SELECT * FROM memories WHERE agent = ? AND category = ? ORDER BY updated_at DESC, id DESC LIMIT ?",
+          ).all(agent, options.category, options.limit ?? -1)
+        : this.sql("SELECT * FROM memories WHERE agent = ? ORDER BY updated_at DESC, id DESC LIMIT ?").all(
+            agent,
+            options.limit ?? -1,
+          )
     ) as MemoryRow[];
     return rows.map(toRecord);
   }
 
   /** Core memories, most used and most recent first (the ones always shown to the agent). */
   core(agent: string, limit: number): MemoryRecord[] {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM memories WHERE agent = ? AND category = 'core'
+    const rows = this.sql(
+      `SELECT * FROM memories WHERE agent = ? AND category = 'core'
          ORDER BY access_count DESC, updated_at DESC LIMIT ?`,
-      )
-      .all(agent, limit) as MemoryRow[];
+    ).all(agent, limit) as MemoryRow[];
     return rows.map(toRecord);
   }
 
   /** Every memory (all agents, or one), oldest first, one row at a time (export). */
   *iterate(agent?: string): Generator<MemoryRecord> {
     const statement = agent
-      ? this.db.prepare("SELECT * FROM memories WHERE agent = ? ORDER BY id").bind(agent)
+      ? this.db.prepare("SELECT * FROM memories WHERE agent = ? ORDER BY id").bind(agent) // bind() fixes it: not cached
       : this.db.prepare("SELECT * FROM memories ORDER BY id");
     for (const row of statement.iterate() as IterableIterator<MemoryRow>) yield toRecord(row);
   }
@@ -128,58 +139,59 @@ export class MemoryRepository {
   count(agent?: string): number {
     const row = (
       agent
-        ? this.db.prepare("SELECT COUNT(*) AS n FROM memories WHERE agent = ?").get(agent)
-        : this.db.prepare("SELECT COUNT(*) AS n FROM memories").get()
+        ? this.sql("SELECT COUNT(*) AS n FROM memories WHERE agent = ?").get(agent)
+        : this.sql("SELECT COUNT(*) AS n FROM memories").get()
     ) as { n: number };
     return row.n;
   }
 
-  /** BM25 keyword search; `match` must already be a sanitized FTS5 expression. Best first. */
+  /**
+   * BM25 keyword search; `match` must already be a sanitized FTS5 expression. Best first. The inner query
+   * lets FTS5 keep only the best rows while it ranks (no join per match); other agents' rows are dropped
+   * after, so it over-fetches.
+   */
   keywordSearch(agent: string, match: string, limit: number): Array<{ id: number; bm25: number }> {
-    return this.db
-      .prepare(
-        `SELECT m.id AS id, bm25(memories_fts, 2.0, 1.0) AS bm25
-         FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-         WHERE memories_fts MATCH ? AND m.agent = ?
-         ORDER BY bm25 LIMIT ?`,
-      )
-      .all(match, agent, limit) as Array<{ id: number; bm25: number }>;
+    const rows = this.sql(
+      `SELECT m.id AS id, f.rank AS bm25 FROM (
+         SELECT rowid, rank FROM memories_fts
+         WHERE memories_fts MATCH ? AND rank MATCH 'bm25(2.0, 1.0)'
+         ORDER BY rank LIMIT ?
+       ) f JOIN memories m ON m.id = f.rowid
+       WHERE m.agent = ? ORDER BY f.rank`,
+    ).all(match, limit * 4, agent) as Array<{ id: number; bm25: number }>;
+    return rows.slice(0, limit);
   }
 
   recordAccess(ids: number[], at: number): void {
     if (ids.length === 0) return;
-    this.db
-      .prepare(
-        "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id IN (SELECT value FROM json_each(?))",
-      )
-      .run(at, JSON.stringify(ids));
+    this.sql(
+      "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id IN (SELECT value FROM json_each(?))",
+    ).run(at, JSON.stringify(ids));
   }
 
   // --- embeddings ---
 
   vectorMeta(memoryId: number): { model: string; dimensions: number; contentHash: string } | undefined {
-    const row = this.db
-      .prepare("SELECT model, dimensions, content_hash FROM memory_vectors WHERE memory_id = ?")
-      .get(memoryId) as { model: string; dimensions: number; content_hash: string } | undefined;
+    const row = this.sql(
+      "SELECT model, dimensions, content_hash FROM memory_vectors WHERE memory_id = ?",
+    ).get(memoryId) as { model: string; dimensions: number; content_hash: string } | undefined;
     return row ? { model: row.model, dimensions: row.dimensions, contentHash: row.content_hash } : undefined;
   }
 
   /** A vector already computed by `model` for the same text (any memory): the embedding cache. */
   cachedVector(model: string, contentHash: string): Float32Array | undefined {
-    const row = this.db
-      .prepare("SELECT vector FROM memory_vectors WHERE model = ? AND content_hash = ? LIMIT 1")
-      .get(model, contentHash) as { vector: Buffer } | undefined;
+    const row = this.sql(
+      "SELECT vector FROM memory_vectors WHERE model = ? AND content_hash = ? LIMIT 1",
+    ).get(model, contentHash) as { vector: Buffer } | undefined;
     return row ? blobToVector(row.vector) : undefined;
   }
 
   saveVector(memoryId: number, model: string, contentHash: string, vector: Float32Array): void {
-    this.db
-      .prepare(
-        `INSERT INTO memory_vectors (memory_id, model, dimensions, content_hash, vector) VALUES (?, ?, ?, ?, ?)
+    this.sql(
+      `INSERT INTO memory_vectors (memory_id, model, dimensions, content_hash, vector) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (memory_id) DO UPDATE SET model = excluded.model, dimensions = excluded.dimensions,
            content_hash = excluded.content_hash, vector = excluded.vector`,
-      )
-      .run(memoryId, model, vector.length, contentHash, vectorToBlob(vector));
+    ).run(memoryId, model, vector.length, contentHash, vectorToBlob(vector));
   }
 
   /** Vectors of one agent made by `model` with `dimensions`, for building the in-memory index. */
@@ -188,7 +200,7 @@ export class MemoryRepository {
     model: string,
     dimensions: number,
   ): Generator<{ memoryId: number; vector: Float32Array }> {
-    const statement = this.db.prepare(
+    const statement = this.sql(
       `SELECT v.memory_id AS memory_id, v.vector AS vector FROM memory_vectors v JOIN memories m ON m.id = v.memory_id
        WHERE m.agent = ? AND v.model = ? AND v.dimensions = ?`,
     );
@@ -202,11 +214,9 @@ export class MemoryRepository {
 
   vectorsOf(ids: number[]): Map<number, Float32Array> {
     if (ids.length === 0) return new Map();
-    const rows = this.db
-      .prepare(
-        "SELECT memory_id, vector FROM memory_vectors WHERE memory_id IN (SELECT value FROM json_each(?))",
-      )
-      .all(JSON.stringify(ids)) as Array<{ memory_id: number; vector: Buffer }>;
+    const rows = this.sql(
+      "SELECT memory_id, vector FROM memory_vectors WHERE memory_id IN (SELECT value FROM json_each(?))",
+    ).all(JSON.stringify(ids)) as Array<{ memory_id: number; vector: Buffer }>;
     return new Map(rows.map((row) => [row.memory_id, blobToVector(row.vector)]));
   }
 
@@ -215,13 +225,11 @@ export class MemoryRepository {
    * (`dimensions` null: any dimension count of `model` is fine). Oldest first.
    */
   staleForEmbedding(model: string, dimensions: number | null, limit: number): MemoryRecord[] {
-    const rows = this.db
-      .prepare(
-        `SELECT m.* FROM memories m LEFT JOIN memory_vectors v ON v.memory_id = m.id
+    const rows = this.sql(
+      `SELECT m.* FROM memories m LEFT JOIN memory_vectors v ON v.memory_id = m.id
          WHERE v.memory_id IS NULL OR v.model != ? OR (? IS NOT NULL AND v.dimensions != ?)
          ORDER BY m.id LIMIT ?`,
-      )
-      .all(model, dimensions, dimensions, limit) as MemoryRow[];
+    ).all(model, dimensions, dimensions, limit) as MemoryRow[];
     return rows.map(toRecord);
   }
 }

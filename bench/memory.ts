@@ -1,0 +1,301 @@
+/**
+ * Memory benchmark: inserts 10,000 and 100,000 synthetic memories (sentences from a small grammar, 384-dim
+ * vectors from a deterministic in-process fake embedder) into a real SQLite file, then measures recall
+ * latency for keyword-only and hybrid search, plus an exact packed-Float32 scan for comparison.
+ */
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { silentLogger } from "../src/log/logger.js";
+import type { Embedder } from "../src/memory/embedder.js";
+import { MemoryService } from "../src/memory/memory-service.js";
+import { dot, normalize } from "../src/memory/vector-math.js";
+import { Store } from "../src/store/index.js";
+
+const DIMENSIONS = 384;
+const QUERIES = 200;
+const SIZES = [10_000, 100_000];
+
+/** Bag of hashed words → unit vector: sentences sharing words are near, like a (very) small real model. */
+class FakeEmbedder implements Embedder {
+  readonly model = "bench-fake-384";
+  private readonly wordVectors = new Map<string, Float32Array>();
+
+  async embed(texts: string[]): Promise<Float32Array[]> {
+    return texts.map((text) => this.embedOne(text));
+  }
+
+  embedOne(text: string): Float32Array {
+    const sum = new Float32Array(DIMENSIONS);
+    for (const word of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+      const vector = this.wordVector(word);
+      for (let i = 0; i < DIMENSIONS; i++) sum[i]! += vector[i]!;
+    }
+    return normalize(sum);
+  }
+
+  private wordVector(word: string): Float32Array {
+    let vector = this.wordVectors.get(word);
+    if (!vector) {
+      vector = new Float32Array(DIMENSIONS);
+      let seed = createHash("sha256").update(word).digest().readUInt32LE(0);
+      for (let i = 0; i < DIMENSIONS; i++) {
+        seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+        vector[i] = seed / 2 ** 32 - 0.5;
+      }
+      this.wordVectors.set(word, vector);
+    }
+    return vector;
+  }
+}
+
+/** Deterministic pseudo-random numbers (mulberry32). */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SUBJECTS = [
+  "The owner",
+  "My sister",
+  "The NAS",
+  "The home server",
+  "Anna",
+  "The kids",
+  "The Raspberry Pi",
+  "Our landlord",
+  "The dentist",
+  "The car",
+  "The garden sensor",
+  "The router",
+  "Grandma",
+  "The team lead",
+  "The cat",
+];
+const VERBS = [
+  "prefers",
+  "needs",
+  "reported",
+  "scheduled",
+  "forgot",
+  "asked about",
+  "fixed",
+  "ordered",
+  "cancelled",
+  "moved",
+  "backed up",
+  "paid for",
+  "booked",
+  "mentioned",
+  "updated",
+];
+const OBJECTS = [
+  "the quarterly tax return",
+  "a new SSD for the backup pool",
+  "oat milk instead of dairy",
+  "the train to Porto",
+  "the firmware of the mesh router",
+  "a vet appointment for the cat",
+  "the solar inverter readings",
+  "dark mode in every app",
+  "the photo archive to the cold storage disk",
+  "tickets for the jazz concert",
+  "the monthly electricity bill",
+  "a birthday present for Tom",
+  "the VPN certificate renewal",
+  "the espresso machine descaling",
+  "the kitchen smoke detector battery",
+  "metric units and 24-hour time",
+  "the Kubernetes upgrade",
+  "a standing desk",
+  "the Spanish lessons",
+  "the insurance claim for the bike",
+];
+const WHEN = [
+  "on Monday",
+  "every Sunday morning",
+  "next week",
+  "before the holidays",
+  "at 02:00",
+  "after lunch",
+  "in March",
+  "last night",
+  "twice a month",
+  "when it rains",
+  "at the end of the quarter",
+  "tomorrow",
+];
+const WHERE = [
+  "at home",
+  "in the office",
+  "in Lisbon",
+  "at the cabin",
+  "in the garage",
+  "on the balcony",
+  "at the gym",
+  "downtown",
+  "in the basement",
+  "at the co-working space",
+];
+
+function sentence(next: () => number, index: number): string {
+  const pick = <T>(list: T[]): T => list[Math.floor(next() * list.length)]!;
+  return `${pick(SUBJECTS)} ${pick(VERBS)} ${pick(OBJECTS)} ${pick(WHEN)} ${pick(WHERE)} (note ${index}).`;
+}
+
+function queryText(next: () => number): string {
+  const pick = <T>(list: T[]): T => list[Math.floor(next() * list.length)]!;
+  const object = pick(OBJECTS).replace(/^(the|a|an) /, "");
+  return next() < 0.5
+    ? `what about ${object} ${pick(WHERE)}`
+    : `when did ${pick(SUBJECTS).toLowerCase()} ${pick(VERBS)} ${object}`;
+}
+
+const percentile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+
+async function time(
+  queries: string[],
+  run: (query: string) => Promise<unknown> | unknown,
+): Promise<{ p50: number; p95: number }> {
+  const samples: number[] = [];
+  for (const query of queries) {
+    const started = performance.now();
+    await run(query);
+    samples.push(performance.now() - started);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 0.5), p95: percentile(samples, 0.95) };
+}
+
+interface Row {
+  size: number;
+  insertPerSecond: number;
+  dbMb: number;
+  indexBuildMs: number;
+  keyword: { p50: number; p95: number };
+  hybrid: { p50: number; p95: number };
+  exact: { p50: number; p95: number };
+  overlap: number;
+}
+
+async function benchSize(size: number): Promise<Row> {
+  const dir = mkdtempSync(path.join(tmpdir(), "magpie-bench-memory-"));
+  try {
+    const store = Store.open(dir);
+    const embedder = new FakeEmbedder();
+    const hybrid = new MemoryService({ db: store.db, embedder, logger: silentLogger() });
+    const keywordOnly = new MemoryService({ db: store.db, embedder: null, logger: silentLogger() });
+    const next = random(42);
+    const categories = ["core", "daily", "conversation"] as const;
+
+    const insertStarted = performance.now();
+    for (let i = 0; i < size; i++) {
+      await hybrid.store({
+        agent: "main",
+        key: `bench.${i}`,
+        content: sentence(next, i),
+        category: categories[i % 3],
+      });
+    }
+    const insertSeconds = (performance.now() - insertStarted) / 1000;
+    await hybrid.idle();
+    store.db.pragma("wal_checkpoint(TRUNCATE)");
+    const dbMb =
+      (
+        store.db
+          .prepare("SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()")
+          .get() as { bytes: number }
+      ).bytes / 1e6;
+
+    const queryRandom = random(7);
+    const queries = Array.from({ length: QUERIES }, () => queryText(queryRandom));
+
+    // The first vector search builds the in-memory sign-code index from SQLite.
+    const buildStarted = performance.now();
+    await hybrid.recall({ agent: "main", query: "warm up the index", touch: false });
+    const indexBuildMs = performance.now() - buildStarted;
+
+    const keyword = await time(queries, (query) => keywordOnly.recall({ agent: "main", query, limit: 5 }));
+    const hybridTimes = await time(queries, (query) => hybrid.recall({ agent: "main", query, limit: 5 }));
+
+    // Exact brute force over a packed Float32Array, for comparison with the sign-code shortlist.
+    const ids = new Int32Array(size);
+    const packed = new Float32Array(size * DIMENSIONS);
+    let count = 0;
+    for (const { memoryId, vector } of hybrid.repository.agentVectors("main", embedder.model, DIMENSIONS)) {
+      ids[count] = memoryId;
+      packed.set(vector, count * DIMENSIONS);
+      count++;
+    }
+    const exactTop = (query: string, k: number): number[] => {
+      const vector = embedder.embedOne(query);
+      const scores = new Float32Array(count);
+      for (let slot = 0; slot < count; slot++) scores[slot] = dot(vector, packed, slot * DIMENSIONS);
+      const order = Array.from(scores.keys()).sort((a, b) => scores[b]! - scores[a]!);
+      return order.slice(0, k).map((slot) => ids[slot]!);
+    };
+    const exact = await time(queries, (query) => exactTop(query, 20));
+
+    // How many of the exact top-10 vector neighbours the shortlist + rescoring path also returns.
+    let found = 0;
+    let wanted = 0;
+    for (const query of queries.slice(0, 50)) {
+      const truth = new Set(exactTop(query, 10));
+      const hits = await hybrid.recall({ agent: "main", query, limit: 200, touch: false });
+      const vectorIds = new Set(
+        hits.hits.filter((hit) => hit.matchedBy.includes("vector")).map((hit) => hit.memory.id),
+      );
+      for (const id of truth) if (vectorIds.has(id)) found++;
+      wanted += truth.size;
+    }
+
+    await hybrid.close();
+    store.close();
+    return {
+      size,
+      insertPerSecond: size / insertSeconds,
+      dbMb,
+      indexBuildMs,
+      keyword,
+      hybrid: hybridTimes,
+      exact,
+      overlap: wanted > 0 ? found / wanted : 0,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const ms = (value: number): string => `${value.toFixed(2)} ms`;
+
+export async function run(): Promise<void> {
+  const sizes = process.env.MEMORY_BENCH_SIZES
+    ? process.env.MEMORY_BENCH_SIZES.split(",").map(Number)
+    : SIZES;
+  const rows: Row[] = [];
+  for (const size of sizes) rows.push(await benchSize(size));
+  console.log(
+    `${QUERIES} queries per mode, limit 5; vectors ${DIMENSIONS}-dim from a deterministic fake embedder (in-process).\n`,
+  );
+  console.log(
+    "| memories | insert rate | DB size | index build | keyword p50 / p95 | hybrid p50 / p95 | exact packed scan p50 / p95 | shortlist recall@10 |",
+  );
+  console.log("|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const row of rows) {
+    console.log(
+      `| ${row.size.toLocaleString("en-US")} | ${Math.round(row.insertPerSecond).toLocaleString("en-US")}/s | ${row.dbMb.toFixed(0)} MB | ${ms(row.indexBuildMs)} | ${ms(row.keyword.p50)} / ${ms(row.keyword.p95)} | ${ms(row.hybrid.p50)} / ${ms(row.hybrid.p95)} | ${ms(row.exact.p50)} / ${ms(row.exact.p95)} | ${(row.overlap * 100).toFixed(0)}% |`,
+    );
+  }
+  console.log(
+    "\nhybrid = FTS5 BM25 + sign-code shortlist (200) rescored with exact cosine from SQLite, fused by RRF, access recorded. " +
+      "exact packed scan = cosine over every vector in one Float32Array (vector part only, no keyword, no SQLite).",
+  );
+}
