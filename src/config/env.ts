@@ -1,5 +1,5 @@
 /** Environment variables that fill config keys when the file leaves them unset (env-only mode). */
-export const ENV_FALLBACKS: ReadonlyArray<{ env: string; path: string[] }> = [
+export const ENV_FALLBACKS: ReadonlyArray<{ env: string; path: string[]; number?: boolean }> = [
   { env: "OPENAI_API_KEY", path: ["llm", "apiKey"] },
   { env: "OPENAI_BASE_URL", path: ["llm", "baseUrl"] },
   { env: "MAGPIE_MODEL", path: ["llm", "model"] },
@@ -13,6 +13,8 @@ export const ENV_FALLBACKS: ReadonlyArray<{ env: string; path: string[] }> = [
   { env: "PUSHOVER_USER_KEY", path: ["notify", "pushover", "user"] },
   { env: "BRAVE_API_KEY", path: ["tools", "web", "braveApiKey"] },
   { env: "MAGPIE_DATA_DIR", path: ["dataDir"] },
+  { env: "MAGPIE_HTTP_HOST", path: ["http", "host"] },
+  { env: "MAGPIE_HTTP_PORT", path: ["http", "port"], number: true },
 ];
 
 /** Config keys whose values are secrets: redacted from logs, tool output and LLM requests. */

@@ -132,7 +132,7 @@ function interpolate(
 }
 
 function applyEnvFallbacks(root: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
-  for (const { env: name, path: keyPath } of ENV_FALLBACKS) {
+  for (const { env: name, path: keyPath, number } of ENV_FALLBACKS) {
     const value = env[name];
     if (value === undefined || value === "") continue;
     let node: Record<string, unknown> = root;
@@ -148,7 +148,7 @@ function applyEnvFallbacks(root: Record<string, unknown>, env: NodeJS.ProcessEnv
     }
     const last = keyPath[keyPath.length - 1]!;
     if (!blocked && (node[last] === undefined || node[last] === null || node[last] === ""))
-      node[last] = value;
+      node[last] = number && /^\d+$/.test(value) ? Number(value) : value;
   }
 }
 

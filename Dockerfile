@@ -1,0 +1,28 @@
+# Magpie — small image for an always-on box (amd64 or arm64).
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+# better-sqlite3 builds from source where no prebuilt binary fits.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --no-fund --no-audit
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY channels ./channels
+COPY bench ./bench
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/*
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+COPY config/magpie.example.yaml ./config/magpie.example.yaml
+RUN ln -s /app/dist/src/cli/main.js /usr/local/bin/magpie && chmod +x /app/dist/src/cli/main.js \
+  && mkdir -p /app/data && chown -R node:node /app/data
+USER node
+VOLUME ["/app/data"]
+EXPOSE 8787
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s CMD node -e "fetch('http://127.0.0.1:8787/readyz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
+CMD ["node", "dist/src/cli/main.js", "start"]
