@@ -15,7 +15,7 @@ import { Router } from "../core/router.js";
 import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
 import { registerHealthRoutes } from "../http/health.js";
 import { HttpServer } from "../http/server.js";
-import { OpenAiChatModel } from "../llm/openai-model.js";
+import { createChatModel } from "../llm/create-model.js";
 import type { ChatModel } from "../llm/types.js";
 import { createLogger } from "../log/logger.js";
 import { createRedactor, type Redactor } from "../security/redact.js";
@@ -92,17 +92,7 @@ export class MagpieApp {
     this.redactor = createRedactor(config, options.env ?? process.env);
     this.logger = options.logger ?? createLogger({ redactor: this.redactor });
     this.store = Store.open(config.dataDir);
-    this.model =
-      options.model !== undefined
-        ? options.model
-        : config.llm.apiKey || config.llm.baseUrl
-          ? new OpenAiChatModel({
-              apiKey: config.llm.apiKey,
-              baseUrl: config.llm.baseUrl,
-              timeoutMs: config.llm.timeoutMs,
-              maxRetries: config.llm.maxRetries,
-            })
-          : null;
+    this.model = options.model !== undefined ? options.model : createChatModel(config);
 
     const services: AppContext["services"] = { store: this.store, redactor: this.redactor };
     this.services = services;

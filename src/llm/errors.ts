@@ -1,4 +1,13 @@
-import OpenAI from "openai";
+/** Class names along an error's prototype chain — lets us classify openai errors without loading the SDK. */
+function classNames(error: unknown): Set<string> {
+  const names = new Set<string>();
+  let proto = error && typeof error === "object" ? Object.getPrototypeOf(error) : null;
+  while (proto && proto !== Object.prototype) {
+    names.add(proto.constructor?.name);
+    proto = Object.getPrototypeOf(proto);
+  }
+  return names;
+}
 
 export interface LlmFailure {
   code: string;
@@ -13,20 +22,22 @@ export function describeLlmError(
   context: { baseUrl?: string; model: string; timeoutMs: number },
 ): LlmFailure {
   const where = context.baseUrl ?? "https://api.openai.com/v1";
-  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+  const kinds = classNames(error);
+  if (kinds.has("APIConnectionTimeoutError")) {
     return {
       code: "llm.timeout",
       userMessage: `The language model did not answer within ${context.timeoutMs >= 1000 ? `${Math.round(context.timeoutMs / 100) / 10} s` : `${context.timeoutMs} ms`} (llm.timeoutMs). Please try again.`,
     };
   }
-  if (error instanceof OpenAI.APIConnectionError) {
+  if (kinds.has("APIConnectionError")) {
     return {
       code: "llm.unreachable",
       userMessage: `I couldn't reach the language model at ${where}. Check that it is running and that llm.baseUrl / OPENAI_BASE_URL is right.`,
     };
   }
-  if (error instanceof OpenAI.APIError) {
-    const status = error.status;
+  if (kinds.has("APIError")) {
+    const apiError = error as { status?: number; message: string };
+    const status = apiError.status;
     if (status === 401 || status === 403) {
       return {
         code: "llm.auth",
@@ -60,13 +71,13 @@ export function describeLlmError(
       return {
         code: "llm.bad_request",
         status,
-        userMessage: `The language model provider refused the request (400): ${firstLine(error.message)}`,
+        userMessage: `The language model provider refused the request (400): ${firstLine(apiError.message)}`,
       };
     }
     return {
       code: "llm.error",
       status,
-      userMessage: `The language model provider returned an error${status ? ` (HTTP ${status})` : ""}: ${firstLine(error.message)}`,
+      userMessage: `The language model provider returned an error${status ? ` (HTTP ${status})` : ""}: ${firstLine(apiError.message)}`,
     };
   }
   return {
