@@ -17,6 +17,9 @@ export interface DeliveryDeps {
   maxMessageLength(channel: string): number;
 }
 
+/** How long a run waits on its chat report before leaving it to the periodic check. */
+const SETTLE_WAIT_MS = 2 * 60_000;
+
 function wanted(mode: Job["deliver"]["mode"], status: RunOutcome["status"]): boolean {
   if (mode === "none") return false;
   if (mode === "on_error") return status === "error" || status === "timeout";
@@ -30,6 +33,9 @@ function wanted(mode: Job["deliver"]["mode"], status: RunOutcome["status"]): boo
  * state, records it on the run and raises a Pushover alert when a report finally failed.
  */
 export class RunDelivery {
+  /** Runs being settled right now: the prompt path and the periodic check must not alert twice. */
+  private readonly settling = new Set<number>();
+
   constructor(private readonly deps: DeliveryDeps) {}
 
   async deliver(job: Job, runId: number, outcome: RunOutcome): Promise<DeliveryResult> {
@@ -66,7 +72,14 @@ export class RunDelivery {
           ? "delivered"
           : "none";
     jobs.setDelivery(runId, result, state);
-    if (state === "pending") await this.settleRun(runId);
+    if (result.chat) {
+      // Settle as soon as the outbox finishes; the scheduler's periodic `settle` covers restarts.
+      const { outboxId } = result.chat;
+      void messenger
+        .waitForDelivery(outboxId, SETTLE_WAIT_MS)
+        .then(() => this.settleRun(runId))
+        .catch((error: unknown) => logger.error({ run: runId, err: error }, "cron-delivery-settle-failed"));
+    }
     return result;
   }
 
@@ -80,6 +93,16 @@ export class RunDelivery {
   }
 
   private async settleRun(runId: number): Promise<void> {
+    if (this.settling.has(runId)) return;
+    this.settling.add(runId);
+    try {
+      await this.settleOnce(runId);
+    } finally {
+      this.settling.delete(runId);
+    }
+  }
+
+  private async settleOnce(runId: number): Promise<void> {
     const run = this.deps.jobs.getRun(runId);
     const chat = run?.delivery?.chat;
     if (!run?.delivery || !chat) return;
