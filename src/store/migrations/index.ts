@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import { coreMigration } from "./001-core.js";
+import { accessMigration } from "./002-access.js";
 import { memoryMigration } from "./003-memory.js";
 import { schedulerMigration } from "./004-scheduler.js";
 import { approvalsMigration } from "./005-approvals.js";
@@ -17,6 +18,7 @@ export interface Migration {
  */
 export const migrations: Migration[] = [
   coreMigration,
+  accessMigration,
   schedulerMigration,
   memoryMigration,
   approvalsMigration,

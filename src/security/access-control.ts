@@ -1,0 +1,94 @@
+import type { MagpieConfig } from "../config/schema.js";
+import type { ChannelAccessConfig } from "../config/sections/channels.js";
+import type { AccessControl, AccessDecision } from "../core/access.js";
+import type { InboundMessage } from "../core/types.js";
+import type { PairingStore } from "./pairing.js";
+
+const CHAT_CHANNELS = ["telegram", "discord", "slack"] as const;
+type ChatChannel = (typeof CHAT_CHANNELS)[number];
+
+const isChatChannel = (name: string): name is ChatChannel =>
+  (CHAT_CHANNELS as readonly string[]).includes(name);
+
+const deny = (reason: string, reply?: string): AccessDecision => ({
+  allow: false,
+  reason,
+  ...(reply ? { reply } : {}),
+});
+
+/** The text an unknown DM sender receives, and nothing else. */
+export function pairingReply(channel: string, code: string): string {
+  return [
+    `Hi! I don't know you yet. Your pairing code is ${code} (valid for 1 hour).`,
+    `Ask the owner to run: magpie pair approve ${channel} ${code}`,
+    `(or to send "/pair approve ${code}" to me from an account I already know).`,
+  ].join("\n");
+}
+
+/**
+ * Access control for every chat channel (DESIGN.md "Access control"): dmPolicy, allowFrom, groupPolicy,
+ * groups, requireMention, and pairing for unknown DM senders. The local console is always allowed.
+ * It runs before the inbox write, so a denied message reaches no LLM, tool or memory.
+ */
+export class ChannelAccessControl implements AccessControl {
+  constructor(
+    private readonly config: MagpieConfig,
+    private readonly pairing: PairingStore,
+  ) {}
+
+  check(message: InboundMessage): AccessDecision {
+    if (message.channel === "console") return { allow: true };
+    if (!isChatChannel(message.channel)) return deny(`unknown channel "${message.channel}"`);
+    const rules = this.rulesOf(message.channel);
+    return message.isDirect ? this.checkDirect(message, rules) : this.checkGroup(message, rules);
+  }
+
+  /** True when `userId` may act as the owner on `channel` (allowFrom or paired): used by `/pair approve`. */
+  isKnownSender(channel: string, userId: string): boolean {
+    if (channel === "console") return true;
+    if (!isChatChannel(channel)) return false;
+    return this.rulesOf(channel).allowFrom.includes(userId) || this.pairing.isApproved(channel, userId);
+  }
+
+  private rulesOf(channel: ChatChannel): ChannelAccessConfig {
+    return this.config.channels[channel];
+  }
+
+  private checkDirect(message: InboundMessage, rules: ChannelAccessConfig): AccessDecision {
+    const listed = rules.allowFrom.includes(message.userId);
+    switch (rules.dmPolicy) {
+      case "disabled":
+        return deny("direct messages are disabled (dmPolicy: disabled)");
+      case "open":
+        return { allow: true };
+      case "allowlist":
+        return listed ? { allow: true } : deny("sender not in allowFrom (dmPolicy: allowlist)");
+      case "pairing": {
+        if (listed || this.pairing.isApproved(message.channel, message.userId)) return { allow: true };
+        const issued = this.pairing.issue({
+          channel: message.channel,
+          userId: message.userId,
+          userName: message.userName,
+          chatId: message.chatId,
+        });
+        if (issued.status === "issued")
+          return deny("unknown sender: pairing code issued", pairingReply(message.channel, issued.code));
+        if (issued.status === "pending") return deny("unknown sender: pairing code already issued");
+        return deny("unknown sender: too many pending pairing codes on this channel");
+      }
+    }
+  }
+
+  private checkGroup(message: InboundMessage, rules: ChannelAccessConfig): AccessDecision {
+    if (rules.groupPolicy === "disabled") return deny("groups are disabled (groupPolicy: disabled)");
+    if (rules.groupPolicy === "allowlist") {
+      const listed =
+        rules.groups.includes(message.chatId) ||
+        (message.guildId !== undefined && rules.groups.includes(message.guildId));
+      if (!listed) return deny("group not in groups (groupPolicy: allowlist)");
+    }
+    if (rules.requireMention && !message.mentionsBot)
+      return deny("group message without a mention of the bot (requireMention)");
+    return { allow: true };
+  }
+}

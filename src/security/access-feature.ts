@@ -1,0 +1,17 @@
+import type { MagpieFeature } from "../app/feature.js";
+import { systemClock } from "../core/clock.js";
+import { ChannelAccessControl } from "./access-control.js";
+import { pairCommand } from "./pair-command.js";
+import { PairingStore } from "./pairing.js";
+
+/** Access control for the chat channels (allowlists, groups, mentions, pairing) and the `/pair` command. */
+export const accessFeature: MagpieFeature = {
+  name: "access",
+  setup(app) {
+    const pairing = new PairingStore(app.store.db, systemClock);
+    const access = new ChannelAccessControl(app.config, pairing);
+    app.setAccessControl(access);
+    app.commands.register(pairCommand({ pairing, access, messenger: app.messenger }));
+    app.services.pairing = pairing;
+  },
+};
