@@ -1,3 +1,4 @@
+import fs from "node:fs/promises";
 import type { ToolContext } from "../tools/context.js";
 import { ToolError } from "../tools/define-tool.js";
 import { type FileAccess, type GuardFinding, judgePath, strictest } from "./file-guard.js";
@@ -17,6 +18,12 @@ export async function guardPath(
     `${access} ${resolved.real}`,
   );
   return resolved;
+}
+
+/** Creates the workspace on first use (a fresh install has none yet) and returns the guard scope. */
+export async function ensureWorkspace(context: ToolContext): Promise<PathScope> {
+  await fs.mkdir(context.config.workspace, { recursive: true });
+  return guardScope(context);
 }
 
 /** The scope file tools judge paths in (a test may override the home directory through services). */

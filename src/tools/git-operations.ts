@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { checkGitArgument } from "../security/git-arguments.js";
-import { guardScope } from "../security/path-guard.js";
+import { ensureWorkspace } from "../security/path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
 import { sanitizedEnv } from "../security/shell-env.js";
 import type { ToolContext } from "./context.js";
@@ -167,7 +167,7 @@ export const gitOperationsTool = defineTool({
     if (input.message !== undefined) checkGitArgument(input.message, "message");
     if (input.branch !== undefined) checkGitArgument(input.branch, "branch");
     for (const file of [...(input.paths ?? []), ...(input.files ?? [])]) checkGitArgument(file, "path");
-    const cwd = await resolveToolPath(input.cwd ?? ".", guardScope(context));
+    const cwd = await resolveToolPath(input.cwd ?? ".", await ensureWorkspace(context));
     if (!cwd.insideWorkspace) {
       throw new ToolError(
         "git.cwd_outside_workspace",

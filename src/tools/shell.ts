@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { guardScope } from "../security/path-guard.js";
+import { ensureWorkspace } from "../security/path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
 import { sanitizedEnv } from "../security/shell-env.js";
 import { checkShellPolicy } from "../security/shell-policy.js";
@@ -27,7 +27,7 @@ export const shellTool = defineTool({
       allowCommands: settings.allowCommands,
       denyPatterns: settings.denyPatterns,
     });
-    const cwd = await resolveToolPath(input.cwd ?? ".", guardScope(context));
+    const cwd = await resolveToolPath(input.cwd ?? ".", await ensureWorkspace(context));
     if (!cwd.insideWorkspace) {
       throw new ToolError(
         "shell.cwd_outside_workspace",

@@ -266,8 +266,10 @@ describe("apply_patch", () => {
     expect(errorCode(await harness.call("apply_patch", { patch: "not a diff" }))).toBe("patch.invalid");
     const low = await createToolHarness({ level: "low" });
     try {
-      const escape = ["--- /dev/null", "+++ b/../outside/evil.txt", "@@ -0,0 +1,1 @@", "+x", ""].join("\n");
-      expect(errorCode(await low.call("apply_patch", { patch: escape }))).toBe(
+      const escapingPatch = ["--- /dev/null", "+++ b/../outside/evil.txt", "@@ -0,0 +1,1 @@", "+x", ""].join(
+        "\n",
+      );
+      expect(errorCode(await low.call("apply_patch", { patch: escapingPatch }))).toBe(
         "file.outside_workspace_write",
       );
       await expect(fs.access(path.join(low.outside, "evil.txt"))).rejects.toThrow();

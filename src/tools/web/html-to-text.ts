@@ -150,7 +150,7 @@ export function htmlToReadable(html: string, baseUrl: string): ReadableDocument 
     { baseUrl, listDepth: 0 },
   )
     .split("\n")
-    .map((line) => line.replace(/[ \t]+$/g, "").replace(/^[ \t]+(?![-\d])/, ""))
+    .map((line) => line.replace(/[ \t]+$/g, "").replace(/^[ \t]+(?=[^-\d \t])/, ""))
     .join("\n")
     .replace(/\n{3,}/g, "\n\n")
     .trim();
