@@ -17,6 +17,7 @@ Commands:
   pair list|approve     pending pairing codes; approve <channel> <code>
   memory search|add|forget|list|export
   cron list|add|remove|run|runs
+  send <channel> <chatId> <text>   deliver a message through the outbox
   help                  show this text
 `;
 

@@ -12,6 +12,8 @@ export interface OutboxWorkerOptions {
   clock: Clock;
   /** Attempts before an item is marked failed. */
   maxAttempts?: number;
+  /** Also look for new items this often (written by another process, e.g. `magpie send`). */
+  pollIntervalMs?: number;
   baseDelayMs?: number;
   maxDelayMs?: number;
 }
@@ -86,9 +88,10 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
   private scheduleNext(): void {
     if (this.stopped) return;
     const nextDue = this.options.outbox.nextDueAt();
-    if (nextDue === null) return;
-    const delay = Math.max(0, Math.min(nextDue - this.options.clock.now(), 2_147_000_000));
+    const poll = this.options.pollIntervalMs ?? 2_000;
+    const delay = nextDue === null ? poll : Math.max(0, Math.min(nextDue - this.options.clock.now(), poll));
     this.timer = setTimeout(() => this.wake(), delay);
+    this.timer.unref();
   }
 
   private async pass(): Promise<void> {

@@ -3,6 +3,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { startTestApp } from "../helpers/harness.js";
+import { RecordingChannel } from "../helpers/recording-channel.js";
 
 // `npm test` builds first (pretest), so the real CLI entry point is exercised.
 const CLI = path.resolve("dist/src/cli/main.js");
@@ -108,5 +110,24 @@ describe("magpie CLI", () => {
     expect(result.stdout).toContain("Commands:");
     expect(result.stdout).toContain("/reset");
     expect(result.stdout).toContain("No language model is configured yet");
+  });
+
+  it("send: a running Magpie delivers a message queued by the CLI through its outbox", async () => {
+    const channel = new RecordingChannel("telegram");
+    const harness = await startTestApp({ llm: false, channel });
+    try {
+      const result = await run(["send", "telegram", "4242", "disk", "is", "fine"], {
+        cwd: harness.dataDir,
+        env: cleanEnv({ MAGPIE_DATA_DIR: harness.dataDir }),
+      });
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/✓ Sent to telegram:4242 \(message m\d+\)/);
+      expect(channel.sent.map((entry) => [entry.target.chatId, entry.message.text])).toEqual([
+        ["4242", "disk is fine"],
+      ]);
+    } finally {
+      await harness.stop();
+    }
   });
 });
