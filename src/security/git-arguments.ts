@@ -34,6 +34,12 @@ export function checkGitArgument(value: string, kind: "message" | "path" | "bran
       `The ${kind} '${value}' starts with '-' and would be read as an option. Use a plain name (for a file starting with '-', prefix it with './').`,
     );
   }
+  if (kind === "path" && value.startsWith(":")) {
+    throw new ToolError(
+      "git.option_injection",
+      `The path '${value}' uses pathspec magic (':'), which can reach outside the working directory. Use a plain relative path.`,
+    );
+  }
   if (SHELL_METACHARACTERS.test(value) || (kind !== "message" && NEWLINE.test(value))) {
     throw new ToolError(
       "git.shell_metacharacters",

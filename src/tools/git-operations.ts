@@ -1,3 +1,4 @@
+import path from "node:path";
 import { z } from "zod";
 import { checkGitArgument } from "../security/git-arguments.js";
 import { ensureWorkspace } from "../security/path-guard.js";
@@ -167,7 +168,8 @@ export const gitOperationsTool = defineTool({
     if (input.message !== undefined) checkGitArgument(input.message, "message");
     if (input.branch !== undefined) checkGitArgument(input.branch, "branch");
     for (const file of [...(input.paths ?? []), ...(input.files ?? [])]) checkGitArgument(file, "path");
-    const cwd = await resolveToolPath(input.cwd ?? ".", await ensureWorkspace(context));
+    const scope = await ensureWorkspace(context);
+    const cwd = await resolveToolPath(input.cwd ?? ".", scope);
     if (!cwd.insideWorkspace) {
       throw new ToolError(
         "git.cwd_outside_workspace",
@@ -176,6 +178,16 @@ export const gitOperationsTool = defineTool({
     }
     if (!cwd.exists || !cwd.isDirectory)
       throw new ToolError("git.cwd_not_found", `cwd ${input.cwd} is not an existing directory.`);
+    // A workspace nested inside a larger repository must not let git touch files outside the workspace.
+    for (const file of [...(input.paths ?? []), ...(input.files ?? [])]) {
+      const resolved = await resolveToolPath(path.resolve(cwd.real, file), scope);
+      if (!resolved.insideWorkspace) {
+        throw new ToolError(
+          "git.path_outside_workspace",
+          `${file} resolves to ${resolved.real}, outside the workspace. Use paths inside ${context.config.workspace}.`,
+        );
+      }
+    }
     // commit and checkout change the repository: high risk, asked for only when the call as a whole wasn't already.
     const require = context.config.security.approvals.require;
     const alreadyAsked = require.includes("git_operations") || require.includes("risk:medium");

@@ -94,6 +94,9 @@ describe("git_operations", () => {
       [{ operation: "commit", message: `\`touch ${canary}\`` }, "git.shell_metacharacters"],
       [{ operation: "add", files: ["a.txt\nb.txt"] }, "git.shell_metacharacters"],
       [{ operation: "branch", branch: "bad..name" }, "git.invalid_branch"],
+      [{ operation: "add", files: [":(top)../x"] }, "git.option_injection"],
+      [{ operation: "checkout", files: ["../outside/file.txt"] }, "git.path_outside_workspace"],
+      [{ operation: "add", paths: ["/etc/passwd"] }, "git.path_outside_workspace"],
     ];
     for (const [args, code] of attacks) {
       expect(errorCode(await harness.call("git_operations", args)), JSON.stringify(args)).toBe(code);
