@@ -33,15 +33,15 @@ export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
-/** Polls `condition` every few ms until it holds or `timeoutMs` passes (then throws with `what`). */
+/** Polls `condition` (sync or async) every few ms until it holds or `timeoutMs` passes (then throws with `what`). */
 export async function waitFor<T>(
-  condition: () => T | undefined | false,
+  condition: () => T | undefined | false | Promise<T | undefined | false>,
   what: string,
   timeoutMs = 5000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = condition();
+    const value = await condition();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));

@@ -18,6 +18,8 @@ export interface TelegramCall {
 
 interface ScriptedFailure {
   method: string;
+  /** Calls of `method` to let through before this failure applies. */
+  skip: number;
   errorCode: number;
   description: string;
   retryAfter?: number;
@@ -101,9 +103,9 @@ export class FakeTelegram {
     return messageId;
   }
 
-  /** The next call to `method` fails with this Bot API error (once per call to failNext). */
-  failNext(method: string, errorCode: number, description: string, retryAfter?: number): void {
-    this.failures.push({ method, errorCode, description, retryAfter });
+  /** The next call to `method` (after `skip` successful ones) fails with this Bot API error, once. */
+  failNext(method: string, errorCode: number, description: string, retryAfter?: number, skip = 0): void {
+    this.failures.push({ method, errorCode, description, retryAfter, skip });
   }
 
   callsOf(method: string): TelegramCall[] {
@@ -138,18 +140,20 @@ export class FakeTelegram {
     const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
     const call: TelegramCall = { method, token, body };
     if (token !== this.validToken) {
-      this.calls.push(call);
+      this.calls.push({ ...call, failed: true });
       return sendJson(response, 401, { ok: false, error_code: 401, description: "Unauthorized" });
     }
     const failureIndex = this.failures.findIndex((failure) => failure.method === method);
-    if (failureIndex >= 0) {
-      const [failure] = this.failures.splice(failureIndex, 1);
+    const failure = failureIndex >= 0 ? this.failures[failureIndex]! : undefined;
+    if (failure && failure.skip > 0) failure.skip--;
+    else if (failure) {
+      this.failures.splice(failureIndex, 1);
       this.calls.push({ ...call, failed: true });
-      return sendJson(response, failure!.errorCode, {
+      return sendJson(response, failure.errorCode, {
         ok: false,
-        error_code: failure!.errorCode,
-        description: failure!.description,
-        ...(failure!.retryAfter !== undefined ? { parameters: { retry_after: failure!.retryAfter } } : {}),
+        error_code: failure.errorCode,
+        description: failure.description,
+        ...(failure.retryAfter !== undefined ? { parameters: { retry_after: failure.retryAfter } } : {}),
       });
     }
     this.calls.push(call);
