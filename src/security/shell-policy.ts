@@ -8,7 +8,7 @@ export interface ShellPolicy {
 /** The executables a command line starts (first word of each `;`, `&&`, `||`, `|` segment). */
 export function commandNames(command: string): string[] {
   return command
-    .split(/\|\||&&|[;|&\n]|\$\(|`/)
+    .split(/\|\||&&|[;|&\n]|\$\(|[<>]\(|`/)
     .map((segment) => segment.trim().replace(/^\(+/, "").trim())
     .filter(Boolean)
     .map((segment) => {

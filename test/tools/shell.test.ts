@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/load.js";
 import { createToolHarness, errorCode, type ToolHarness } from "./tool-harness.js";
 
 const harnesses: ToolHarness[] = [];
@@ -158,6 +159,9 @@ describe("shell", () => {
       "ls && /usr/bin/id",
       "FOO=1 id",
       "echo ok & id",
+      "ls <(id)",
+      "(id)",
+      "echo ok\nid",
     ]) {
       expect(errorCode(await shell.call("shell", { command })), command).toBe("shell.denied");
     }
@@ -165,5 +169,11 @@ describe("shell", () => {
     const refused = await denyOnly.call("shell", { command: "rm  -rf /tmp/nothing" });
     expect(errorCode(refused)).toBe("shell.denied");
     expect(refused).toContain("tools.shell.denyPatterns");
+  });
+
+  it("an invalid deny pattern is a config error at startup, not a runtime surprise", () => {
+    expect(() =>
+      parseConfig({ tools: { shell: { denyPatterns: ["rm (-rf"] } } }, { env: {}, cwd: "/tmp" }),
+    ).toThrow(/tools\.shell\.denyPatterns\[0\].*regular expression/);
   });
 });

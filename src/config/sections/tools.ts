@@ -1,6 +1,15 @@
 import { z } from "zod";
 import { positiveInt } from "./common.js";
 
+function isValidRegex(pattern: string): boolean {
+  try {
+    new RegExp(pattern);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export const toolsSchema = z
   .strictObject({
     files: z
@@ -17,7 +26,14 @@ export const toolsSchema = z
         /** When set, only these executables (first word of the command) may run. */
         allowCommands: z.array(z.string().min(1)).optional(),
         /** Regular expressions; a command matching any is refused. */
-        denyPatterns: z.array(z.string().min(1)).default([]),
+        denyPatterns: z
+          .array(
+            z
+              .string()
+              .min(1)
+              .refine(isValidRegex, { message: "not a valid regular expression (JavaScript syntax)" }),
+          )
+          .default([]),
       })
       .prefault({}),
     http: z
