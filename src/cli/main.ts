@@ -14,6 +14,7 @@ Commands:
   start                 run Magpie in the foreground (default)
   chat                  chat with Magpie in this terminal
   config check          validate the configuration and exit
+  doctor                check config, database, LLM, channel tokens, hardware (✓/✗ with fixes)
   pair list|approve     pending pairing codes; approve <channel> <code>
   memory search|add|forget|list|export
   cron list|add|remove|run|runs

@@ -61,6 +61,8 @@ export interface OpenAiFake {
   /** Embedding function (default: deterministic 384-dim hash vectors); set `embeddingStatus` to fail. */
   embed: (text: string) => number[];
   embeddingStatus: number | null;
+  /** When true, GET /models demands `Bearer sk-test`. */
+  requireKey: boolean;
   close(): Promise<void>;
 }
 
@@ -95,6 +97,7 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
     },
     embed: (text) => hashEmbedding(text),
     embeddingStatus: null,
+    requireKey: true,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
@@ -117,6 +120,15 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
         model: body.model,
         data: input.map((text, index) => ({ object: "embedding", index, embedding: fake.embed(text) })),
         usage: { prompt_tokens: 0, total_tokens: 0 },
+      });
+    }
+    if (request.method === "GET" && url.endsWith("/models")) {
+      if (request.headers.authorization !== "Bearer sk-test" && fake.requireKey) {
+        return json(response, 401, errorBody("invalid api key"));
+      }
+      return json(response, 200, {
+        object: "list",
+        data: [{ id: "test-model", object: "model", owned_by: "fake" }],
       });
     }
     if (request.method !== "POST" || !url.endsWith("/chat/completions")) {

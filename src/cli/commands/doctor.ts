@@ -1,0 +1,273 @@
+import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
+import type { MagpieConfig } from "../../config/schema.js";
+import { errorMessage } from "../../core/errors.js";
+import type { CliCommand, CliEnv } from "../cli-env.js";
+
+type Verdict = "ok" | "fail" | "skip";
+interface Check {
+  name: string;
+  verdict: Verdict;
+  detail: string;
+  fix?: string;
+}
+
+const TIMEOUT_MS = 6_000;
+const MARK: Record<Verdict, string> = { ok: "✓", fail: "✗", skip: "–" };
+
+/**
+ * `magpie doctor`: config, database, workspace, LLM reachability, channel auth and hardware access — each a
+ * ✓/✗ line with the fix. Exit code 1 when anything failed.
+ */
+export const run: CliCommand = async (_argv, env) => {
+  const checks: Check[] = [];
+  let config: MagpieConfig;
+  try {
+    config = env.loadConfig();
+    checks.push({ name: "config", verdict: "ok", detail: config.sourcePath ?? "environment variables only" });
+  } catch (error) {
+    checks.push({
+      name: "config",
+      verdict: "fail",
+      detail: errorMessage(error),
+      fix: "run `magpie config check`",
+    });
+    return report(checks, env);
+  }
+  checks.push(checkDatabase(config, env));
+  checks.push(checkWritable("workspace", config.workspace));
+  checks.push(await checkLlm(config));
+  checks.push(...(await checkChannels(config)));
+  checks.push(checkPushover(config));
+  checks.push(...checkHardware(config));
+  return report(checks, env);
+};
+
+function report(checks: Check[], env: CliEnv): number {
+  for (const check of checks) {
+    const fix = check.verdict === "fail" && check.fix ? ` — fix: ${check.fix}` : "";
+    env.stdout.write(`${MARK[check.verdict]} ${check.name}: ${check.detail}${fix}\n`);
+  }
+  const failed = checks.filter((check) => check.verdict === "fail").length;
+  env.stdout.write(failed ? `\n${failed} problem(s) found.\n` : "\nEverything looks good.\n");
+  return failed ? 1 : 0;
+}
+
+function checkDatabase(config: MagpieConfig, env: CliEnv): Check {
+  try {
+    const store = env.openStore(config);
+    const integrity = store.db.pragma("quick_check", { simple: true });
+    const mode = store.db.pragma("journal_mode", { simple: true });
+    store.close();
+    return integrity === "ok"
+      ? {
+          name: "database",
+          verdict: "ok",
+          detail: `${config.dataDir}/magpie.db (${mode}, migrations applied)`,
+        }
+      : {
+          name: "database",
+          verdict: "fail",
+          detail: `integrity check: ${integrity}`,
+          fix: "restore data/magpie.db from a backup",
+        };
+  } catch (error) {
+    return {
+      name: "database",
+      verdict: "fail",
+      detail: errorMessage(error),
+      fix: `make ${config.dataDir} writable by this user (dataDir)`,
+    };
+  }
+}
+
+function checkWritable(name: string, directory: string): Check {
+  try {
+    mkdirSync(directory, { recursive: true });
+    accessSync(directory, constants.W_OK);
+    return { name, verdict: "ok", detail: directory };
+  } catch (error) {
+    return {
+      name,
+      verdict: "fail",
+      detail: errorMessage(error),
+      fix: `create ${directory} and make it writable`,
+    };
+  }
+}
+
+async function probe(url: string, init: RequestInit = {}): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(TIMEOUT_MS) });
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: response.status, body };
+}
+
+async function checkLlm(config: MagpieConfig): Promise<Check> {
+  const { apiKey, baseUrl, model } = config.llm;
+  if (!apiKey && !baseUrl) {
+    return {
+      name: "llm",
+      verdict: "skip",
+      detail: "not configured (slash commands only) — set OPENAI_API_KEY to chat",
+    };
+  }
+  const base = (baseUrl ?? "https://api.openai.com/v1").replace(/\/$/, "");
+  try {
+    const { status } = await probe(`${base}/models`, {
+      headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+    });
+    if (status === 401 || status === 403) {
+      return {
+        name: "llm",
+        verdict: "fail",
+        detail: `${base} rejected the API key (${status})`,
+        fix: "check OPENAI_API_KEY or llm.apiKey",
+      };
+    }
+    if (status >= 500) {
+      return {
+        name: "llm",
+        verdict: "fail",
+        detail: `${base} answered ${status}`,
+        fix: "check the provider's status or llm.baseUrl",
+      };
+    }
+    return { name: "llm", verdict: "ok", detail: `${base} reachable (model ${model})` };
+  } catch (error) {
+    return {
+      name: "llm",
+      verdict: "fail",
+      detail: `cannot reach ${base}: ${errorMessage(error)}`,
+      fix: "start the LLM server or correct OPENAI_BASE_URL / llm.baseUrl",
+    };
+  }
+}
+
+function enabled(channel: { enabled?: boolean }, token: string | undefined): boolean {
+  return channel.enabled ?? Boolean(token);
+}
+
+async function checkChannels(config: MagpieConfig): Promise<Check[]> {
+  const checks: Check[] = [];
+  const { telegram, discord, slack } = config.channels;
+  if (enabled(telegram, telegram.token)) {
+    checks.push(
+      await authCheck("telegram", "TELEGRAM_BOT_TOKEN or channels.telegram.token", async () => {
+        const root = telegram.apiRoot ?? "https://api.telegram.org";
+        const { status, body } = await probe(`${root}/bot${telegram.token}/getMe`, { method: "POST" });
+        const result = (body as { result?: { username?: string } }).result;
+        return status === 200 ? `authorized as @${result?.username}` : { status };
+      }),
+    );
+  }
+  if (enabled(discord, discord.token)) {
+    checks.push(
+      await authCheck("discord", "DISCORD_BOT_TOKEN or channels.discord.token", async () => {
+        const base = (discord.apiBase ?? "https://discord.com/api").replace(/\/$/, "");
+        const { status, body } = await probe(`${base}/v10/users/@me`, {
+          headers: { authorization: `Bot ${discord.token}` },
+        });
+        return status === 200 ? `authorized as ${(body as { username?: string }).username}` : { status };
+      }),
+    );
+  }
+  if (enabled(slack, slack.botToken)) {
+    checks.push(
+      await authCheck("slack", "SLACK_BOT_TOKEN or channels.slack.botToken", async () => {
+        const base = slack.apiUrl ?? "https://slack.com/api/";
+        const { body } = await probe(`${base.endsWith("/") ? base : `${base}/`}auth.test`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${slack.botToken}` },
+        });
+        const result = body as { ok?: boolean; error?: string; user?: string };
+        return result.ok ? `authorized as ${result.user}` : { status: 401, error: result.error };
+      }),
+    );
+    if (!slack.appToken && !slack.signingSecret) {
+      checks.push({
+        name: "slack inbound",
+        verdict: "fail",
+        detail: "neither Socket Mode (appToken) nor signed HTTP events (signingSecret) is configured",
+        fix: "set SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (events at /slack/events)",
+      });
+    }
+  }
+  if (checks.length === 0)
+    checks.push({ name: "channels", verdict: "skip", detail: "no chat channel enabled (console only)" });
+  return checks;
+}
+
+async function authCheck(
+  name: string,
+  tokenKey: string,
+  attempt: () => Promise<string | { status: number; error?: string }>,
+): Promise<Check> {
+  try {
+    const result = await attempt();
+    if (typeof result === "string") return { name, verdict: "ok", detail: result };
+    return {
+      name,
+      verdict: "fail",
+      detail: `the token was rejected (${result.error ?? result.status})`,
+      fix: `check ${tokenKey}`,
+    };
+  } catch (error) {
+    return {
+      name,
+      verdict: "fail",
+      detail: `cannot reach the API: ${errorMessage(error)}`,
+      fix: "check the network or the redirect option",
+    };
+  }
+}
+
+function checkPushover(config: MagpieConfig): Check {
+  const { token, user } = config.notify.pushover;
+  if (!token && !user) return { name: "pushover", verdict: "skip", detail: "not configured" };
+  if (!token || !user) {
+    return {
+      name: "pushover",
+      verdict: "fail",
+      detail: "only one of token and user is set",
+      fix: "set both PUSHOVER_TOKEN and PUSHOVER_USER_KEY (notify.pushover.token/user)",
+    };
+  }
+  return { name: "pushover", verdict: "ok", detail: "token and user key set" };
+}
+
+function checkHardware(config: MagpieConfig): Check[] {
+  return config.hardware.boards.flatMap((board) => {
+    const paths = [
+      ...(board.gpioChip ? [`/dev/${board.gpioChip.replace(/^\/dev\//, "")}`] : []),
+      ...board.serialPorts,
+      ...board.i2cBuses.map((bus) => `/dev/i2c-${bus}`),
+      ...board.spiDevices,
+    ];
+    return paths.map((device): Check => {
+      if (!existsSync(device)) {
+        return {
+          name: `hardware ${board.name}`,
+          verdict: "fail",
+          detail: `${device} does not exist`,
+          fix: "enable the interface (raspi-config) or fix hardware.boards",
+        };
+      }
+      try {
+        accessSync(device, constants.R_OK | constants.W_OK);
+        return { name: `hardware ${board.name}`, verdict: "ok", detail: `${device} accessible` };
+      } catch {
+        return {
+          name: `hardware ${board.name}`,
+          verdict: "fail",
+          detail: `${device} not accessible`,
+          fix: "add this user to the gpio/dialout/i2c/spi group",
+        };
+      }
+    });
+  });
+}

@@ -1,0 +1,63 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type OpenAiFake, startOpenAiFake } from "../fakes/openai.js";
+import { FakeTelegram } from "../fakes/telegram.js";
+
+const CLI = path.resolve("dist/src/cli/main.js");
+let llm: OpenAiFake;
+let telegram: FakeTelegram;
+
+beforeAll(async () => {
+  llm = await startOpenAiFake();
+  telegram = await new FakeTelegram().start();
+});
+afterAll(async () => {
+  await llm.close();
+  await telegram.close();
+});
+
+function doctor(yaml: string) {
+  const cwd = mkdtempSync(path.join(tmpdir(), "magpie-doctor-"));
+  writeFileSync(path.join(cwd, "magpie.yaml"), yaml);
+  return new Promise<{ code: number | null; stdout: string }>((resolve) => {
+    const child = spawn(process.execPath, [CLI, "doctor", "--config", "magpie.yaml"], {
+      cwd,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    });
+    let stdout = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.on("exit", (code) => resolve({ code, stdout }));
+  });
+}
+
+describe("magpie doctor", () => {
+  it("reports ✓ for a working setup", async () => {
+    const result = await doctor(
+      `llm: { baseUrl: "${llm.url}", apiKey: sk-test }\nchannels:\n  telegram: { token: "${telegram.validToken}", apiRoot: "${telegram.apiRoot}" }\n`,
+    );
+    expect(result.stdout).toMatch(/^✓ config: /m);
+    expect(result.stdout).toMatch(/^✓ database: .*magpie\.db \(wal, migrations applied\)/m);
+    expect(result.stdout).toMatch(/^✓ llm: .* reachable \(model gpt-4o-mini\)/m);
+    expect(result.stdout).toMatch(/^✓ telegram: authorized as @magpie_test_bot/m);
+    expect(result.stdout).toContain("Everything looks good.");
+    expect(result.code).toBe(0);
+  });
+
+  it("reports ✗ with the fix for a bad LLM key, a rejected bot token and an unreachable server", async () => {
+    const result = await doctor(
+      `llm: { baseUrl: "${llm.url}", apiKey: sk-wrong }\nchannels:\n  telegram: { token: "999:WRONG", apiRoot: "${telegram.apiRoot}" }\n  discord: { token: x.y.z, apiBase: "http://127.0.0.1:9/api" }\n`,
+    );
+    expect(result.stdout).toMatch(
+      /^✗ llm: .*rejected the API key \(401\) — fix: check OPENAI_API_KEY or llm\.apiKey$/m,
+    );
+    expect(result.stdout).toMatch(
+      /^✗ telegram: the token was rejected \(401\) — fix: check TELEGRAM_BOT_TOKEN/m,
+    );
+    expect(result.stdout).toMatch(/^✗ discord: cannot reach the API: .* — fix: /m);
+    expect(result.stdout).toContain("3 problem(s) found.");
+    expect(result.code).toBe(1);
+  });
+});
