@@ -49,8 +49,12 @@ export class RunDelivery {
     if (job.deliver.chat) {
       const { chat } = job.deliver;
       const text = formatChatReport(job, outcome, this.deps.maxMessageLength(chat.channel));
-      const outboxId = messenger.send(chat, { text }, "cron");
-      result.chat = { outboxId, status: "queued" };
+      try {
+        result.chat = { outboxId: messenger.send(chat, { text }, "cron"), status: "queued" };
+      } catch (error) {
+        logger.error({ job: job.id, err: error }, "cron-report-enqueue-failed");
+        result.chat = { outboxId: -1, status: "failed", error: errorMessage(error) };
+      }
     }
     if (job.deliver.pushover) {
       try {
@@ -64,6 +68,13 @@ export class RunDelivery {
       }
     }
     const pushoverFailed = result.pushover !== undefined && result.pushover.status !== "sent";
+    if (result.chat?.status === "failed") {
+      const run = jobs.getRun(runId);
+      if (run && job.deliver.chat)
+        result.alert = await this.alert(run, job.deliver.chat, result.chat.error ?? "");
+      jobs.setDelivery(runId, result, "failed");
+      return result;
+    }
     const state = result.chat
       ? "pending"
       : pushoverFailed

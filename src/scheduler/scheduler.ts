@@ -65,6 +65,7 @@ export class Scheduler {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private started = false;
   private readonly running = new Map<number, Promise<JobRun>>();
+  private readonly controllers = new Set<AbortController>();
   private readonly pollMs: number;
 
   constructor(private readonly deps: SchedulerDeps) {
@@ -104,11 +105,12 @@ export class Scheduler {
     void this.tick();
   }
 
-  /** Stops firing and waits for runs in progress. */
+  /** Stops firing, stops runs in progress (recorded as interrupted) and waits until they are recorded. */
   async stop(): Promise<void> {
     this.started = false;
     clearTimeout(this.timer);
     this.timer = undefined;
+    for (const controller of this.controllers) controller.abort(new Error("Magpie is shutting down"));
     await Promise.allSettled([...this.running.values()]);
   }
 
@@ -189,6 +191,7 @@ export class Scheduler {
     const { jobs, clock, settings, logger, executor, delivery } = this.deps;
     const started = clock.now();
     const controller = new AbortController();
+    this.controllers.add(controller);
     let timedOut = false;
     const timeout = setTimeout(() => {
       timedOut = true;
@@ -214,13 +217,16 @@ export class Scheduler {
         status: timedOut ? "timeout" : "error",
         output: timedOut
           ? `Job timed out after ${Math.round(settings.runTimeoutMs / 1000)} s (cron.runTimeoutSecs) and was stopped.`
-          : `Job failed: ${errorMessage(error)}`,
+          : controller.signal.aborted
+            ? "interrupted: Magpie stopped while this run was going"
+            : `Job failed: ${errorMessage(error)}`,
         trigger,
         scheduledAt,
         durationMs: clock.now() - started,
       };
     } finally {
       clearTimeout(timeout);
+      this.controllers.delete(controller);
     }
     const finished = clock.now();
     jobs.finishRun(runId, outcome.status, outcome.output.slice(0, OUTPUT_EXCERPT_CHARS), finished);
@@ -372,6 +378,8 @@ export class Scheduler {
       try {
         return planJob(spec, { defaultTimezone: settings.timezone, now, source: "config" });
       } catch (error) {
+        // A one-shot whose `at` has passed is history, not a config error: it keeps whatever state it has.
+        if (error instanceof SchedulerError && error.code === "cron.at_in_past") return null;
         if (error instanceof SchedulerError)
           throw new SchedulerError(error.code, `job "${spec.name}": ${error.message}`);
         throw error;
@@ -379,7 +387,11 @@ export class Scheduler {
     });
     for (const [index, spec] of specs.entries()) {
       const existing = jobs.byConfigName(spec.name);
-      const planned = plans[index]!;
+      const planned = plans[index];
+      if (!planned) {
+        this.deps.logger.info({ job: spec.name }, "cron-config-job-at-in-past");
+        continue;
+      }
       if (!existing) {
         jobs.insert(planned);
         counts.added += 1;

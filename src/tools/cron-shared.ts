@@ -109,8 +109,10 @@ export function specOf(input: JobFieldInput): JobSpec {
 /** Where jobs made in this turn report by default: the chat the request came from (no reply threading). */
 export function originOf(context: Pick<ToolContext, "target" | "sessionKey">) {
   const { channel, chatId, threadId } = context.target;
+  // A scheduled agent turn without a chat acts from the pseudo-channel "cron": nothing to deliver to there.
+  const fromChat = channel !== "cron";
   return {
-    createdFrom: { channel, chatId, ...(threadId ? { threadId } : {}) },
+    createdFrom: fromChat ? { channel, chatId, ...(threadId ? { threadId } : {}) } : undefined,
     source: "chat" as const,
     createdBy: context.sessionKey,
   };

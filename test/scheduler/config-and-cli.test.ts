@@ -96,6 +96,19 @@ describe("config job sync", () => {
     expect(rig.scheduler.list()[0]?.status).toBe("done");
   });
 
+  it("keeps a config one-shot whose `at` has passed instead of refusing to start", async () => {
+    const specs = jobsOf([{ name: "launch", at: "2026-05-04T08:01:00Z", message: "go" }]).map(
+      specOfConfigJob,
+    );
+    rig.scheduler.syncFromConfig(specs);
+    rig.scheduler.start();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(rig.executor.calls).toHaveLength(1);
+    rig = await rig.restart();
+    expect(rig.scheduler.syncFromConfig(specs)).toEqual({ added: 0, updated: 0, removed: 0 });
+    expect(rig.scheduler.list()[0]).toMatchObject({ name: "launch", status: "done" });
+  });
+
   it("names the bad job when a config expression is invalid, changing nothing", () => {
     const specs = jobsOf([
       { name: "ok", expression: "0 3 * * *", command: "x" },

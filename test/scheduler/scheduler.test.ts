@@ -213,6 +213,22 @@ describe("scheduler across restarts", () => {
     await rig.cleanup();
   });
 
+  it("stops a run in progress on shutdown and records it as interrupted", async () => {
+    vi.useFakeTimers({ now: T0 });
+    const rig = makeRig();
+    rig.scheduler.start();
+    rig.executor.hold();
+    const job = rig.scheduler.add({ expression: "* * * * *", command: "long" }, { createdFrom: CHAT });
+    await advance(60_000);
+    expect(rig.executor.calls).toHaveLength(1);
+    await rig.scheduler.stop();
+    expect(rig.scheduler.runs(job.id, 1)[0]).toMatchObject({
+      status: "error",
+      output: "interrupted: Magpie stopped while this run was going",
+    });
+    await rig.cleanup();
+  });
+
   it("marks a run cut off by a crash as an error instead of leaving it running", async () => {
     vi.useFakeTimers({ now: T0 });
     let rig = makeRig();
