@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { silentLogger } from "../src/log/logger.js";
 import type { Embedder } from "../src/memory/embedder.js";
@@ -145,14 +145,54 @@ const WHERE = [
   "at the co-working space",
 ];
 
-function sentence(next: () => number, index: number): string {
-  const pick = <T>(list: T[]): T => list[Math.floor(next() * list.length)]!;
-  return `${pick(SUBJECTS)} ${pick(VERBS)} ${pick(OBJECTS)} ${pick(WHEN)} ${pick(WHERE)} (note ${index}).`;
+const SYLLABLES = [
+  "ka",
+  "lo",
+  "mi",
+  "ren",
+  "to",
+  "vas",
+  "qui",
+  "dor",
+  "bel",
+  "tra",
+  "no",
+  "zen",
+  "pra",
+  "ul",
+  "fi",
+  "gor",
+  "sa",
+  "ve",
+];
+
+/** Proper names (people, products, places): a long-tailed vocabulary like real notes have. */
+const NAMES = Array.from({ length: 4000 }, (_, index) => {
+  let name = "";
+  for (let n = index + SYLLABLES.length; n > 0; n = Math.floor(n / SYLLABLES.length)) {
+    name += SYLLABLES[n % SYLLABLES.length];
+  }
+  return name[0]!.toUpperCase() + name.slice(1);
+});
+
+/** Zipf-distributed pick: the first names are frequent, most are rare. */
+function zipf(next: () => number, size: number): number {
+  // Inverse CDF of a continuous 1/x distribution over [1, size].
+  return Math.min(size - 1, Math.floor(Math.exp(next() * Math.log(size))) - 1);
 }
 
+function sentence(next: () => number, index: number): string {
+  const pick = <T>(list: T[]): T => list[Math.floor(next() * list.length)]!;
+  const name = NAMES[zipf(next, NAMES.length)]!;
+  const other = NAMES[zipf(next, NAMES.length)]!;
+  return `${pick(SUBJECTS)} ${pick(VERBS)} ${pick(OBJECTS)} ${pick(WHEN)} ${pick(WHERE)}, with ${name} and ${other} (ticket ${index}).`;
+}
+
+/** Half the queries name something specific (a name from the same long tail), half use only everyday words. */
 function queryText(next: () => number): string {
   const pick = <T>(list: T[]): T => list[Math.floor(next() * list.length)]!;
   const object = pick(OBJECTS).replace(/^(the|a|an) /, "");
+  if (next() < 0.5) return `what did ${NAMES[zipf(next, NAMES.length)]} say about ${object}`;
   return next() < 0.5
     ? `what about ${object} ${pick(WHERE)}`
     : `when did ${pick(SUBJECTS).toLowerCase()} ${pick(VERBS)} ${object}`;
@@ -283,7 +323,9 @@ export async function run(): Promise<void> {
   const rows: Row[] = [];
   for (const size of sizes) rows.push(await benchSize(size));
   console.log(
-    `${QUERIES} queries per mode, limit 5; vectors ${DIMENSIONS}-dim from a deterministic fake embedder (in-process).\n`,
+    `${QUERIES} queries per mode (half name something specific, half use only everyday words), limit 5; ` +
+      `vectors ${DIMENSIONS}-dim from a deterministic fake embedder (in-process). Load average at start: ` +
+      `${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} CPUs.\n`,
   );
   console.log(
     "| memories | insert rate | DB size | index build | keyword p50 / p95 | hybrid p50 / p95 | exact packed scan p50 / p95 | shortlist recall@10 |",

@@ -1,6 +1,6 @@
 /**
- * Turns free user text into a safe FTS5 MATCH expression: every term becomes a quoted string joined by OR,
- * so quotes, NEAR(, *, -, ^, column filters and unbalanced parentheses in the text are just characters.
+ * Turns free user text into safe FTS5 terms: only runs of letters and digits survive, each is quoted, so
+ * quotes, NEAR(, *, -, ^, column filters and unbalanced parentheses in the text are just separators.
  */
 
 /** Words too common to help ranking; dropping them keeps OR queries selective (and fast). */
@@ -26,9 +26,8 @@ export function queryTerms(text: string): string[] {
   return terms;
 }
 
-/** An FTS5 MATCH expression for `text`, or null when nothing searchable is left. */
-export function toFtsQuery(text: string): string | null {
-  const terms = queryTerms(text);
-  // Terms hold only letters, digits and '_', so wrapping them in double quotes cannot be escaped from.
-  return terms.length > 0 ? terms.map((term) => `"${term}"`).join(" OR ") : null;
-}
+/**
+ * A term as an FTS5 string. Terms hold only letters, digits and '_', so the quotes cannot be escaped from:
+ * user text never reaches FTS5 as syntax.
+ */
+export const quoteTerm = (term: string): string => `"${term}"`;

@@ -1,5 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "../store/index.js";
+import { KeywordSearch } from "./keyword-search.js";
 import type { MemoryCategory, MemoryRecord } from "./types.js";
 import { blobToVector, vectorToBlob } from "./vector-math.js";
 
@@ -38,6 +39,7 @@ export interface StoredVector {
 /** SQL for memories, their FTS5 index (kept in sync by triggers) and their embeddings. */
 export class MemoryRepository {
   private readonly statements = new Map<string, Statement>();
+  private keyword: KeywordSearch | undefined;
 
   constructor(private readonly db: Db) {}
 
@@ -145,21 +147,10 @@ export class MemoryRepository {
     return row.n;
   }
 
-  /**
-   * BM25 keyword search; `match` must already be a sanitized FTS5 expression. Best first. The inner query
-   * lets FTS5 keep only the best rows while it ranks (no join per match); other agents' rows are dropped
-   * after, so it over-fetches.
-   */
-  keywordSearch(agent: string, match: string, limit: number): Array<{ id: number; bm25: number }> {
-    const rows = this.sql(
-      `SELECT m.id AS id, f.rank AS bm25 FROM (
-         SELECT rowid, rank FROM memories_fts
-         WHERE memories_fts MATCH ? AND rank MATCH 'bm25(2.0, 1.0)'
-         ORDER BY rank LIMIT ?
-       ) f JOIN memories m ON m.id = f.rowid
-       WHERE m.agent = ? ORDER BY f.rank`,
-    ).all(match, limit * 4, agent) as Array<{ id: number; bm25: number }>;
-    return rows.slice(0, limit);
+  /** BM25 keyword search over sanitized terms (see keyword-search.ts), best first. */
+  keywordSearch(agent: string, terms: string[], limit: number): Array<{ id: number; bm25: number }> {
+    this.keyword ??= new KeywordSearch(this.db);
+    return this.keyword.search(agent, terms, limit);
   }
 
   recordAccess(ids: number[], at: number): void {

@@ -3,7 +3,7 @@ import { type Clock, systemClock } from "../core/clock.js";
 import type { Db } from "../store/index.js";
 import type { Embedder } from "./embedder.js";
 import { EmbeddingSync } from "./embedding-sync.js";
-import { toFtsQuery } from "./fts-query.js";
+import { queryTerms } from "./fts-query.js";
 import { MemoryRepository } from "./memory-repository.js";
 import { categoryWeight, describeMatch, fuseRanks } from "./rank-fusion.js";
 import type { MemoryCategory, MemoryRecord, RecallHit, RecallResult } from "./types.js";
@@ -94,10 +94,9 @@ export class MemoryService {
   }): Promise<RecallResult> {
     const limit = Math.max(1, input.limit ?? 5);
     const pool = Math.max(20, limit * 4);
-    const match = toFtsQuery(input.query);
-    const keywordIds = match
-      ? this.repository.keywordSearch(input.agent, match, pool).map((row) => row.id)
-      : [];
+    const keywordIds = this.repository
+      .keywordSearch(input.agent, queryTerms(input.query), pool)
+      .map((row) => row.id);
 
     let vectorHits: Array<{ id: number; similarity: number }> = [];
     let mode: RecallResult["mode"] = "keyword";

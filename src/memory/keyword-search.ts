@@ -1,0 +1,71 @@
+import type { Statement } from "better-sqlite3";
+import type { Db } from "../store/index.js";
+import { quoteTerm } from "./fts-query.js";
+
+/**
+ * Postings (term occurrences in memories) one search may touch. FTS5 matching is cheap, but bm25() costs
+ * about a microsecond per posting of every scored term (it also scans each term's whole posting list for
+ * its IDF), so a term found in tens of thousands of memories would cost tens of milliseconds.
+ */
+const POSTING_BUDGET = 2000;
+
+/**
+ * Keyword search with a bounded cost, whatever the store's size: each term's document frequency is probed
+ * up to its share of the budget; selective terms are ranked by BM25 (key weighted 2×, content 1×), and terms
+ * too common to select anything are left out. When every term is that common, the newest memories
+ * containing all of them (else any of them) are returned instead, newest first.
+ */
+export class KeywordSearch {
+  private readonly probe: Statement;
+  private readonly ranked: Statement;
+  private readonly newest: Statement;
+
+  // CROSS JOIN keeps the FTS results as the outer loop; otherwise the planner may walk every memory of
+  // the agent (by index) and look each one up in the FTS results.
+  constructor(db: Db) {
+    this.probe = db.prepare("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?").pluck();
+    this.ranked = db.prepare(
+      `SELECT m.id AS id, f.score AS bm25 FROM (
+         SELECT rowid, bm25(memories_fts, 2.0, 1.0) AS score FROM memories_fts
+         WHERE memories_fts MATCH ? ORDER BY score LIMIT ?
+       ) f CROSS JOIN memories m ON m.id = f.rowid
+       WHERE m.agent = ? ORDER BY f.score`,
+    );
+    this.newest = db.prepare(
+      `SELECT m.id AS id, 0 AS bm25 FROM (
+         SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?
+       ) f CROSS JOIN memories m ON m.id = f.rowid
+       WHERE m.agent = ? ORDER BY m.id DESC`,
+    );
+  }
+
+  /** Best first; `terms` are sanitized words (letters, digits, '_'). Over-fetches to allow for other agents. */
+  search(agent: string, terms: string[], limit: number): Array<{ id: number; bm25: number }> {
+    if (terms.length === 0) return [];
+    const fetch = limit * 4;
+    const share = Math.floor(POSTING_BUDGET / terms.length);
+    const frequency = new Map(terms.map((term) => [term, this.probe.all(quoteTerm(term), share + 1).length]));
+    const present = terms.filter((term) => frequency.get(term)! > 0);
+    if (present.length === 0) return [];
+    const selective = present.filter((term) => frequency.get(term)! <= share);
+    if (selective.length > 0) {
+      return this.rows(this.ranked, selective.map(quoteTerm).join(" OR "), fetch, agent, limit);
+    }
+    const hits =
+      terms.length > 1 ? this.rows(this.newest, terms.map(quoteTerm).join(" AND "), fetch, agent, limit) : [];
+    if (hits.length >= limit) return hits;
+    const seen = new Set(hits.map((hit) => hit.id));
+    const more = this.rows(this.newest, present.map(quoteTerm).join(" OR "), fetch, agent, limit);
+    return [...hits, ...more.filter((hit) => !seen.has(hit.id))].slice(0, limit);
+  }
+
+  private rows(
+    statement: Statement,
+    expression: string,
+    fetch: number,
+    agent: string,
+    limit: number,
+  ): Array<{ id: number; bm25: number }> {
+    return (statement.all(expression, fetch, agent) as Array<{ id: number; bm25: number }>).slice(0, limit);
+  }
+}
