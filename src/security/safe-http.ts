@@ -1,7 +1,8 @@
 import dns from "node:dns/promises";
-import type { Readable } from "node:stream";
-import { Agent, buildConnector, type Dispatcher, request } from "undici";
+import { type Dispatcher, request } from "undici";
 import { ToolError } from "../tools/define-tool.js";
+import { pinnedAgent } from "./pinned-agent.js";
+import { readCapped } from "./read-capped.js";
 import { addressProblem, isIpLiteral, isLocalHostname, normalizeHostname } from "./ssrf-address.js";
 
 /** Resolves a hostname to its addresses (a port, so tests can answer without real DNS). */
@@ -223,39 +224,4 @@ export class SafeHttpClient {
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(", ") : value;
-}
-
-/** An agent whose every connection goes to `address`, whatever the URL's hostname (TLS still uses the name). */
-function pinnedAgent(address: string, timeoutMs: number): Agent {
-  const connector = buildConnector({ timeout: timeoutMs });
-  return new Agent({
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-    connect: (options, callback) => connector({ ...options, hostname: address }, callback),
-  });
-}
-
-async function readCapped(
-  stream: Readable,
-  maxBytes: number,
-): Promise<{ buffer: Buffer; truncated: boolean }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let truncated = false;
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    const room = maxBytes - size;
-    if (chunk.length >= room) {
-      chunks.push(chunk.subarray(0, room));
-      size += room;
-      truncated = chunk.length > room;
-      if (truncated) {
-        stream.destroy();
-        break;
-      }
-      continue;
-    }
-    chunks.push(chunk);
-    size += chunk.length;
-  }
-  return { buffer: Buffer.concat(chunks), truncated };
 }

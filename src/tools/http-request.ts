@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { defineTool } from "./define-tool.js";
-import { safeHttpOf } from "./web-fetch.js";
+import { safeHttpOf } from "./web/safe-http-of.js";
 
 const BINARY_PREVIEW_BYTES = 64;
 

@@ -1,18 +1,10 @@
 import { z } from "zod";
-import { SafeHttpClient } from "../security/safe-http.js";
-import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { htmlToReadable } from "./web/html-to-text.js";
+import { safeHttpOf } from "./web/safe-http-of.js";
 
 /** Raw bytes read from a page before extraction. */
 const MAX_PAGE_BYTES = 5 * 1024 * 1024;
-
-/** The SSRF-safe client tools use: `services.safeHttp` when a feature or test provides one. */
-export function safeHttpOf(context: ToolContext): SafeHttpClient {
-  const provided = context.services.safeHttp;
-  return provided instanceof SafeHttpClient ? provided : defaultClient;
-}
-const defaultClient = new SafeHttpClient();
 
 export const webFetchTool = defineTool({
   name: "web_fetch",
