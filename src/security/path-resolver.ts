@@ -3,6 +3,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
+import { ToolError } from "../tools/define-tool.js";
 
 /** A tool path after normalization: where it really lands, judged by the file guard. */
 export interface ResolvedPath {
@@ -115,6 +116,9 @@ export function isBlocklisted(absolute: string): boolean {
 
 /** Normalizes a tool path (`~`, relative, `..`, symlinks) and decides whether it lands inside the workspace. */
 export async function resolveToolPath(requested: string, scope: PathScope): Promise<ResolvedPath> {
+  if (requested.includes("\0")) {
+    throw new ToolError("file.invalid_path", "The path contains a NUL byte. Give a plain file path.");
+  }
   const lexical = path.resolve(scope.workspace, expandHome(requested, scope.home));
   const { real, exists } = await realPathOf(lexical);
   let isDirectory = false;

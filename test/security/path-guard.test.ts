@@ -190,6 +190,13 @@ describe("path normalization: traversal and escapes are judged by where they lan
     expect((await fs.readdir(harness.outside)).sort()).toEqual(["secret.txt"]);
   });
 
+  it("refuses a NUL byte in a path", async () => {
+    const harness = await harnessAt("medium");
+    expect(errorCode(await harness.call("file_read", { path: "notes.txt\u0000/../../etc/passwd" }))).toBe(
+      "file.invalid_path",
+    );
+  });
+
   it("treats URL-encoded traversal literally: it stays inside the workspace", async () => {
     const harness = await harnessAt("low");
     await fs.writeFile(path.join(harness.outside, "secret.txt"), "TOP SECRET");
