@@ -33,6 +33,7 @@ import type { ChannelDeps } from "./index.js";
 const TOKEN_HINT = "Check DISCORD_BOT_TOKEN or channels.discord.token.";
 const LIMIT = 2000;
 const AUTHENTICATION_FAILED = 4004;
+const RATE_LIMIT_WAIT_MS = 1500;
 const DISALLOWED_INTENTS = 4014;
 
 interface SentMessage {
@@ -73,8 +74,9 @@ export class DiscordChannel implements ChannelAdapter {
       partials: [Partials.Channel],
       rest: {
         ...(config.apiBase ? { api: config.apiBase.replace(/\/$/, "") } : {}),
-        // A 429 goes back to the outbox with retryAfterMs instead of blocking this adapter's queue.
-        rejectOnRateLimit: () => true,
+        // Short waits (bucket pacing) happen inside discord.js; a longer 429 goes back to the outbox with
+        // retryAfterMs instead of blocking every send behind it.
+        rejectOnRateLimit: (limit) => limit.retryAfter > RATE_LIMIT_WAIT_MS,
         retries: 1,
       },
       allowedMentions: { parse: [] },

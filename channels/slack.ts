@@ -16,6 +16,7 @@ import type {
 import { StatusTracker } from "./channel-status.js";
 import { chunkMarkdown, type RenderedPart, renderParts } from "./format/chunk.js";
 import { renderMarkdown } from "./format/markdown.js";
+import { Pacer } from "./format/pacer.js";
 import type { ChannelDeps } from "./index.js";
 import { AckAfterProcessingSocketReceiver } from "./slack-socket-receiver.js";
 
@@ -78,6 +79,8 @@ export class SlackChannel implements ChannelAdapter {
   private readonly botToken: string;
   private botUserId = "";
   private sink: InboundSink | null = null;
+  /** chat.postMessage allows about one message per second per channel (api.slack.com/apis/rate-limits). */
+  private readonly pacer: Pacer | null;
 
   constructor(
     private readonly deps: ChannelDeps,
@@ -91,6 +94,7 @@ export class SlackChannel implements ChannelAdapter {
       );
     }
     this.botToken = config.botToken;
+    this.pacer = config.pacing ? new Pacer({ perChat: () => ({ max: 1, perMs: 1000 }) }) : null;
     const clientOptions = {
       ...(config.apiUrl ? { slackApiUrl: config.apiUrl } : {}),
       // The outbox retries; a 429 must come back with its Retry-After instead of sleeping in here.
@@ -261,6 +265,7 @@ export class SlackChannel implements ChannelAdapter {
         await this.update(target.chatId, message.editMessageId, part, buttons, plain);
         id = message.editMessageId;
       } else {
+        await this.pacer?.wait(target.chatId);
         id = await this.post(target.chatId, threadTs, part, buttons, plain);
       }
       messageIds.push(id);

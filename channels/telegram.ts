@@ -42,6 +42,7 @@ export class TelegramChannel implements ChannelAdapter {
   private readonly config: ChannelDeps["config"]["channels"]["telegram"];
   private stopped = false;
   private retryTimer: NodeJS.Timeout | null = null;
+  private pollFailures = 0;
 
   constructor(private readonly deps: ChannelDeps) {
     this.config = deps.config.channels.telegram;
@@ -64,11 +65,20 @@ export class TelegramChannel implements ChannelAdapter {
       if (method !== "getUpdates") return previous(method, payload, signal);
       try {
         const result = await previous(method, payload, signal);
+        this.pollFailures = 0;
         if (!this.stopped) this.status$.set("connected");
         return result;
       } catch (error) {
-        if (!this.stopped && !signal?.aborted)
-          this.status$.set("reconnecting", `getUpdates failed: ${errorMessage(error)}`);
+        if (this.stopped || signal?.aborted) throw error;
+        this.status$.set("reconnecting", `getUpdates failed: ${errorMessage(error)}`);
+        // grammY retries after a fixed 3 s; from the second failure in a row, wait longer each time.
+        if (this.pollFailures++ > 0 && !(error instanceof GrammyError && error.error_code === 401)) {
+          // grammY types its signal with the abort-controller polyfill; at runtime it is Node's AbortSignal.
+          await abortableSleep(
+            backoffDelay(this.pollFailures - 1, 1000, 60_000),
+            signal as AbortSignal | undefined,
+          );
+        }
         throw error;
       }
     });
@@ -335,6 +345,19 @@ export class TelegramChannel implements ChannelAdapter {
   status(): ChannelStatus {
     return this.status$.get();
   }
+}
+
+/** Sleeps, ending early when `signal` aborts (bot.stop() aborts the pending getUpdates). */
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 function displayName(user: { first_name: string; last_name?: string; username?: string }): string {
