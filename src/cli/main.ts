@@ -55,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
           process.stderr.write(`Unknown command "${command}".\n\n${USAGE}`);
           return 2;
         }
-        return await module(rest, env);
+        return await module(subcommandArgs(argv, command), env);
       }
     }
   } catch (error) {
@@ -66,6 +66,21 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`magpie ${command}: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
+}
+
+/**
+ * The arguments after the sub-command's name, options included (the top-level parse is not strict, so it
+ * would turn `--limit 5` into a flag and a positional); only the global `--config` is taken out.
+ */
+function subcommandArgs(argv: string[], command: string): string[] {
+  const after = argv.slice(argv.indexOf(command) + 1);
+  const out: string[] = [];
+  for (let index = 0; index < after.length; index++) {
+    const arg = after[index]!;
+    if (arg === "--config" || arg === "-c") index++;
+    else if (!arg.startsWith("--config=")) out.push(arg);
+  }
+  return out;
 }
 
 /** Sub-commands live in src/cli/commands/<name>.ts and export `run`. */
