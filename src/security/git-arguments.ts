@@ -1,4 +1,5 @@
 import { ToolError } from "../tools/define-tool.js";
+import { GuardRefusal } from "./guard-refusal.js";
 
 /** Options that make git run another program or skip safety hooks (DESIGN.md). */
 const FORBIDDEN_OPTIONS = [
@@ -23,25 +24,25 @@ export function checkGitArgument(value: string, kind: "message" | "path" | "bran
   const lowered = value.toLowerCase();
   const forbidden = FORBIDDEN_OPTIONS.find((option) => lowered.includes(option));
   if (forbidden) {
-    throw new ToolError(
+    throw new GuardRefusal(
       "git.option_injection",
       `The ${kind} '${value}' contains the forbidden option ${forbidden}. Remove it; git_operations never passes it.`,
     );
   }
   if (kind !== "message" && value.startsWith("-")) {
-    throw new ToolError(
+    throw new GuardRefusal(
       "git.option_injection",
       `The ${kind} '${value}' starts with '-' and would be read as an option. Use a plain name (for a file starting with '-', prefix it with './').`,
     );
   }
   if (kind === "path" && value.startsWith(":")) {
-    throw new ToolError(
+    throw new GuardRefusal(
       "git.option_injection",
       `The path '${value}' uses pathspec magic (':'), which can reach outside the working directory. Use a plain relative path.`,
     );
   }
   if (SHELL_METACHARACTERS.test(value) || (kind !== "message" && NEWLINE.test(value))) {
-    throw new ToolError(
+    throw new GuardRefusal(
       "git.shell_metacharacters",
       `The ${kind} '${value}' contains shell metacharacters (; & | \` $ < > \\ or control characters). Remove them.`,
     );

@@ -2,6 +2,7 @@ import fs from "node:fs/promises";
 import type { ToolContext } from "../tools/context.js";
 import { ToolError } from "../tools/define-tool.js";
 import { type FileAccess, type GuardFinding, judgePath, strictest } from "./file-guard.js";
+import { GuardRefusal } from "./guard-refusal.js";
 import { type PathScope, type ResolvedPath, resolveToolPath, scopeOf } from "./path-resolver.js";
 
 /** Normalizes a path and enforces the file guard for one read or write; returns where it really lands. */
@@ -45,7 +46,7 @@ export async function enforceFindings(
   if (!worst || worst.verdict === "allow") return;
   const hint = `${worst.rule.why}. Suggestion: ${worst.rule.suggestion}.`;
   if (worst.verdict === "deny") {
-    throw new ToolError(
+    throw new GuardRefusal(
       worst.rule.id,
       `Refused by ${worst.rule.id} (security.level ${context.config.security.level}): ${worst.path} — ${hint}`,
     );

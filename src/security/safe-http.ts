@@ -1,6 +1,7 @@
 import dns from "node:dns/promises";
 import { type Dispatcher, request } from "undici";
 import { ToolError } from "../tools/define-tool.js";
+import { GuardRefusal } from "./guard-refusal.js";
 import { pinnedAgent } from "./pinned-agent.js";
 import { readCapped } from "./read-capped.js";
 import { addressProblem, isIpLiteral, isLocalHostname, normalizeHostname } from "./ssrf-address.js";
@@ -86,26 +87,26 @@ export class SafeHttpClient {
     try {
       url = new URL(rawUrl);
     } catch {
-      throw new ToolError(
+      throw new GuardRefusal(
         "ssrf.invalid_url",
         `'${rawUrl}' is not a valid absolute URL. Use http://… or https://….`,
       );
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") {
-      throw new ToolError(
+      throw new GuardRefusal(
         "ssrf.scheme_not_allowed",
         `Only http and https URLs are allowed, not ${url.protocol}. Use an http(s) URL.`,
       );
     }
     if (url.username || url.password) {
-      throw new ToolError(
+      throw new GuardRefusal(
         "ssrf.credentials_in_url",
         "URLs with user:password@ are refused. Send credentials in a header instead.",
       );
     }
     const host = normalizeHostname(url.hostname);
     if (!domainAllowed(host, allowedDomains)) {
-      throw new ToolError(
+      throw new GuardRefusal(
         "ssrf.domain_not_allowed",
         `${host} is not in the allowed domains (${allowedDomains?.join(", ")}). Use one of those or ask the owner to extend allowedDomains.`,
       );
@@ -117,7 +118,7 @@ export class SafeHttpClient {
       return { url, address: host };
     }
     if (isLocalHostname(host)) {
-      throw new ToolError(
+      throw new GuardRefusal(
         "ssrf.private_address",
         `${host} names this machine or its local network. Only public addresses may be fetched.`,
       );
@@ -140,7 +141,7 @@ export class SafeHttpClient {
   private judge(host: string, address: string): void {
     const problem = addressProblem(address);
     if (problem) {
-      throw new ToolError(
+      throw new GuardRefusal(
         "ssrf.private_address",
         `${host} resolves to ${address} (${problem}); loopback, private, link-local, CGNAT, multicast, metadata and other non-public addresses are refused. Only public addresses may be fetched.`,
       );

@@ -1,4 +1,4 @@
-import { ToolError } from "../tools/define-tool.js";
+import { GuardRefusal } from "./guard-refusal.js";
 
 export interface ShellPolicy {
   allowCommands?: string[];
@@ -26,7 +26,7 @@ export function commandNames(command: string): string[] {
 export function checkShellPolicy(command: string, policy: ShellPolicy): void {
   for (const pattern of policy.denyPatterns) {
     if (new RegExp(pattern).test(command)) {
-      throw new ToolError(
+      throw new GuardRefusal(
         "shell.denied",
         `The command matches the deny pattern /${pattern}/ (tools.shell.denyPatterns). Use a different approach or ask the owner to change the policy.`,
       );
@@ -37,7 +37,7 @@ export function checkShellPolicy(command: string, policy: ShellPolicy): void {
     const names = commandNames(command);
     const refused = names.filter((name) => !allowed.has(name));
     if (names.length === 0 || refused.length > 0) {
-      throw new ToolError(
+      throw new GuardRefusal(
         "shell.denied",
         `${refused.length ? `'${refused.join("', '")}' is` : "This command is"} not in tools.shell.allowCommands (${policy.allowCommands.join(", ")}). Use one of those commands.`,
       );

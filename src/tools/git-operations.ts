@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { checkGitArgument } from "../security/git-arguments.js";
+import { GuardRefusal } from "../security/guard-refusal.js";
 import { ensureWorkspace } from "../security/path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
 import { sanitizedEnv } from "../security/shell-env.js";
@@ -171,7 +172,7 @@ export const gitOperationsTool = defineTool({
     const scope = await ensureWorkspace(context);
     const cwd = await resolveToolPath(input.cwd ?? ".", scope);
     if (!cwd.insideWorkspace) {
-      throw new ToolError(
+      throw new GuardRefusal(
         "git.cwd_outside_workspace",
         `cwd ${cwd.real} is outside the workspace and tools.files.allowedPaths. Use a repository inside ${context.config.workspace}.`,
       );
@@ -182,7 +183,7 @@ export const gitOperationsTool = defineTool({
     for (const file of [...(input.paths ?? []), ...(input.files ?? [])]) {
       const resolved = await resolveToolPath(path.resolve(cwd.real, file), scope);
       if (!resolved.insideWorkspace) {
-        throw new ToolError(
+        throw new GuardRefusal(
           "git.path_outside_workspace",
           `${file} resolves to ${resolved.real}, outside the workspace. Use paths inside ${context.config.workspace}.`,
         );

@@ -4,6 +4,7 @@ import type { ApprovalDecision, ApprovalGate } from "../core/approvals.js";
 import { errorMessage } from "../core/errors.js";
 import type { ToolCallContext, ToolRuntime } from "../core/tool-runtime.js";
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
+import { GuardRefusal } from "../security/guard-refusal.js";
 import type { AuditEntry } from "../store/audit.js";
 import { SessionScratch, type ToolContext, type ToolServices } from "./context.js";
 import { type Tool, ToolError, type ToolOutput, toolErrorText } from "./define-tool.js";
@@ -109,6 +110,7 @@ export class ToolRegistry implements ToolRuntime {
       } else {
         text = toolErrorText(code, message);
       }
+      if (error instanceof GuardRefusal) audit.verdict = "deny";
       audit.outcome = audit.verdict === "deny" || code.startsWith("approval.") ? "denied" : "error";
       audit.errorCode = code;
       if (!(error instanceof ToolError))

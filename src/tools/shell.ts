@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { GuardRefusal } from "../security/guard-refusal.js";
 import { ensureWorkspace } from "../security/path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
 import { sanitizedEnv } from "../security/shell-env.js";
@@ -29,7 +30,7 @@ export const shellTool = defineTool({
     });
     const cwd = await resolveToolPath(input.cwd ?? ".", await ensureWorkspace(context));
     if (!cwd.insideWorkspace) {
-      throw new ToolError(
+      throw new GuardRefusal(
         "shell.cwd_outside_workspace",
         `cwd ${cwd.real} is outside the workspace and tools.files.allowedPaths. Use a directory inside ${context.config.workspace}.`,
       );

@@ -130,7 +130,8 @@ describe("file guard: every rule at every security.level", () => {
         if (expected !== "allow") await scenario.untouched?.(harness);
         const audit = harness.store.audit.recent(1)[0]!;
         expect(audit.tool).toBe(call.tool);
-        if (expected === "deny") expect(audit.errorCode).toBe(scenario.rule);
+        if (expected === "deny")
+          expect(audit).toMatchObject({ errorCode: scenario.rule, verdict: "deny", outcome: "denied" });
       });
     }
   }

@@ -203,6 +203,11 @@ describe("SSRF guard", () => {
       }
     }
     expect(canary.connections).toBe(0);
+    expect(tools.store.audit.recent(1)[0]).toMatchObject({
+      tool: "http_request",
+      verdict: "deny",
+      errorCode: "ssrf.private_address",
+    });
   });
 
   it("judges every DNS answer, with one lookup per hop", async () => {
