@@ -2,11 +2,13 @@ import type { Logger } from "pino";
 import type { Clock } from "../core/clock.js";
 import { errorMessage } from "../core/errors.js";
 import type { ReplyTarget } from "../core/types.js";
+import { type SyncCounts, syncConfigJobs } from "./config-sync.js";
 import type { RunDelivery } from "./delivery.js";
 import type { Job, JobRun, JobSpec, RunTrigger } from "./job.js";
 import type { JobExecutor } from "./job-executor.js";
 import { nextRunOf, planJob } from "./job-plan.js";
 import type { JobStore } from "./job-store.js";
+import { type JobView, specOfJob, toJobView } from "./job-view.js";
 import type { RunOutcome } from "./report.js";
 import { SchedulerError } from "./scheduler-error.js";
 
@@ -28,23 +30,7 @@ export interface SchedulerDeps {
   settings: SchedulerSettings;
 }
 
-/** A job with its schedule described for people and tools. */
-export type JobView = {
-  id: number;
-  name: string;
-  schedule: string;
-  timezone: string;
-  kind: Job["kind"];
-  command?: string;
-  prompt?: string;
-  message?: string;
-  enabled: boolean;
-  status: "active" | "paused" | "done";
-  next_run: string | null;
-  last_run: string | null;
-  deliver: { channel?: string; chat_id?: string; pushover: boolean; mode: Job["deliver"]["mode"] };
-  source: Job["source"];
-};
+export type { JobView };
 
 export type JobPatch = Partial<
   Pick<
@@ -257,22 +243,22 @@ export class Scheduler {
     });
     const job = this.deps.jobs.insert(planned);
     this.arm();
-    return this.view(job);
+    return toJobView(job);
   }
 
   list(): JobView[] {
-    return this.deps.jobs.list().map((job) => this.view(job));
+    return this.deps.jobs.list().map((job) => toJobView(job));
   }
 
   get(id: number): JobView {
-    return this.view(this.require(id));
+    return toJobView(this.require(id));
   }
 
   remove(id: number): JobView {
     const job = this.require(id);
     this.deps.jobs.remove(id);
     this.arm();
-    return this.view(job);
+    return toJobView(job);
   }
 
   /** Pauses (false) or resumes (true); resuming computes the next run from now. */
@@ -287,7 +273,7 @@ export class Scheduler {
       patch.expression !== undefined || patch.delay !== undefined || patch.at !== undefined;
     const payloadChanged =
       patch.command !== undefined || patch.prompt !== undefined || patch.message !== undefined;
-    const current = this.specOf(job);
+    const current = specOfJob(job);
     const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
     const keepsOneShotTime = job.schedule.kind === "once" && !scheduleChanged;
     const spec: JobSpec = {
@@ -320,7 +306,7 @@ export class Scheduler {
       : job.deliver;
     const updated = this.deps.jobs.replace(id, { ...planned, deliver, nextRunAt }, now);
     this.arm();
-    return this.view(updated);
+    return toJobView(updated);
   }
 
   /** Keeps the thread of the original chat when a delivery change still points at that chat. */
@@ -363,54 +349,10 @@ export class Scheduler {
     );
   }
 
-  /** Makes the database match the config's jobs (by name): adds, replaces changed ones, removes dropped ones. */
-  syncFromConfig(specs: Array<JobSpec & { name: string }>): {
-    added: number;
-    updated: number;
-    removed: number;
-  } {
-    const { jobs, clock, settings } = this.deps;
-    const now = clock.now();
-    const counts = { added: 0, updated: 0, removed: 0 };
-    const names = new Set(specs.map((spec) => spec.name));
-    // Validate every job before touching the database, so a bad entry changes nothing.
-    const plans = specs.map((spec) => {
-      try {
-        return planJob(spec, { defaultTimezone: settings.timezone, now, source: "config" });
-      } catch (error) {
-        // A one-shot whose `at` has passed is history, not a config error: it keeps whatever state it has.
-        if (error instanceof SchedulerError && error.code === "cron.at_in_past") return null;
-        if (error instanceof SchedulerError)
-          throw new SchedulerError(error.code, `job "${spec.name}": ${error.message}`);
-        throw error;
-      }
-    });
-    for (const [index, spec] of specs.entries()) {
-      const existing = jobs.byConfigName(spec.name);
-      const planned = plans[index];
-      if (!planned) {
-        this.deps.logger.info({ job: spec.name }, "cron-config-job-at-in-past");
-        continue;
-      }
-      if (!existing) {
-        jobs.insert(planned);
-        counts.added += 1;
-        continue;
-      }
-      const comparable = (job: Job) => JSON.stringify({ ...this.specOf(job), enabled: undefined });
-      const same = comparable(existing) === comparable({ ...existing, ...planned });
-      // A finished one-shot stays finished: restarting must not run it again.
-      if (same && (existing.enabled === planned.enabled || existing.completedAt !== null)) continue;
-      // A changed definition starts from now; an unchanged one keeps its next run (so catch-up still sees misses).
-      jobs.replace(existing.id, planned, now);
-      counts.updated += 1;
-    }
-    for (const job of jobs.list()) {
-      if (job.source === "config" && !names.has(job.name)) {
-        jobs.remove(job.id);
-        counts.removed += 1;
-      }
-    }
+  /** Makes the database match the config's jobs (by name); see `syncConfigJobs`. */
+  syncFromConfig(specs: Array<JobSpec & { name: string }>): SyncCounts {
+    const { jobs, clock, settings, logger } = this.deps;
+    const counts = syncConfigJobs(jobs, specs, { timezone: settings.timezone, now: clock.now(), logger });
     this.arm();
     return counts;
   }
@@ -419,56 +361,5 @@ export class Scheduler {
     const job = this.deps.jobs.get(id);
     if (!job) throw new SchedulerError("cron.job_not_found", `No job #${id} — see cron_list for ids.`);
     return job;
-  }
-
-  private specOf(job: Job): JobSpec {
-    return {
-      name: job.name,
-      ...(job.schedule.kind === "cron" ? { expression: job.schedule.expression } : {}),
-      ...(job.kind === "shell"
-        ? { command: job.payload }
-        : job.kind === "agent"
-          ? { prompt: job.payload }
-          : { message: job.payload }),
-      timezone: job.timezone,
-      agent: job.agent,
-      toolSet: job.toolSet,
-      deliver: {
-        channel: job.deliver.chat?.channel,
-        chatId: job.deliver.chat?.chatId,
-        pushover: job.deliver.pushover,
-        mode: job.deliver.mode,
-      },
-      enabled: job.enabled,
-    };
-  }
-
-  view(job: Job): JobView {
-    const iso = (at: number | null) => (at === null ? null : new Date(at).toISOString());
-    return {
-      id: job.id,
-      name: job.name,
-      schedule:
-        job.schedule.kind === "cron"
-          ? job.schedule.expression
-          : `once at ${iso(job.nextRunAt) ?? iso(job.lastRunAt) ?? "?"}`,
-      timezone: job.timezone,
-      kind: job.kind,
-      ...(job.kind === "shell"
-        ? { command: job.payload }
-        : job.kind === "agent"
-          ? { prompt: job.payload }
-          : { message: job.payload }),
-      enabled: job.enabled,
-      status: job.completedAt !== null ? "done" : job.enabled ? "active" : "paused",
-      next_run: job.enabled ? iso(job.nextRunAt) : null,
-      last_run: iso(job.lastRunAt),
-      deliver: {
-        ...(job.deliver.chat ? { channel: job.deliver.chat.channel, chat_id: job.deliver.chat.chatId } : {}),
-        pushover: job.deliver.pushover,
-        mode: job.deliver.mode,
-      },
-      source: job.source,
-    };
   }
 }
