@@ -15,7 +15,7 @@ import type {
 } from "../src/core/types.js";
 import { StatusTracker } from "./channel-status.js";
 import { chunkMarkdown, type RenderedPart, renderParts } from "./format/chunk.js";
-import { renderMarkdown } from "./format/markdown.js";
+import { escapeText, renderMarkdown } from "./format/markdown.js";
 import { Pacer } from "./format/pacer.js";
 import type { ChannelDeps } from "./index.js";
 import { AckAfterProcessingSocketReceiver } from "./slack-socket-receiver.js";
@@ -252,9 +252,7 @@ export class SlackChannel implements ChannelAdapter {
 
   async send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
     const plain = message.format === "plain";
-    const parts = renderParts(message.text, LIMIT, (text) =>
-      plain ? text : renderMarkdown(text, "slack-mrkdwn"),
-    );
+    const parts = renderSlackParts(message);
     const threadTs = this.threadTsFor(target);
     const messageIds: string[] = [];
     for (let index = progress?.partsSent ?? 0; index < parts.length; index++) {
@@ -343,7 +341,7 @@ export class SlackChannel implements ChannelAdapter {
   }
 
   async edit(target: ReplyTarget, messageId: string, message: OutboundMessage): Promise<void> {
-    const [part] = renderParts(message.text, LIMIT, (text) => renderMarkdown(text, "slack-mrkdwn"));
+    const [part] = renderSlackParts(message);
     if (part) await this.update(target.chatId, messageId, part, message.buttons, message.format === "plain");
   }
 
@@ -370,6 +368,13 @@ export class SlackChannel implements ChannelAdapter {
   }
 }
 
+/** Plain text is escaped too: an unescaped "<!channel>" from the model would ping a whole channel. */
+function renderSlackParts(message: OutboundMessage): RenderedPart[] {
+  return renderParts(message.text, LIMIT, (text) =>
+    message.format === "plain" ? escapeText(text, "slack-mrkdwn") : renderMarkdown(text, "slack-mrkdwn"),
+  );
+}
+
 /** Section blocks (3000 characters each) for the text, then one actions block per button row. */
 function blocksFor(mrkdwn: string, rows: NonNullable<OutboundMessage["buttons"]>): KnownBlock[] {
   const sections = chunkMarkdown(mrkdwn, SECTION_LIMIT).map(
@@ -393,7 +398,8 @@ function blocksFor(mrkdwn: string, rows: NonNullable<OutboundMessage["buttons"]>
 }
 
 /** Without blocks, the choices are listed so the user still sees them. */
-function withChoices(text: string, buttons: OutboundMessage["buttons"]): string {
+function withChoices(markdown: string, buttons: OutboundMessage["buttons"]): string {
+  const text = escapeText(markdown, "slack-mrkdwn");
   if (!buttons || buttons.length === 0) return text;
   return `${text}\n\n${buttons
     .flat()

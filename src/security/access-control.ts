@@ -1,7 +1,7 @@
 import type { MagpieConfig } from "../config/schema.js";
 import type { ChannelAccessConfig } from "../config/sections/channels.js";
 import type { AccessControl, AccessDecision } from "../core/access.js";
-import type { InboundMessage } from "../core/types.js";
+import type { ButtonPress, InboundMessage } from "../core/types.js";
 import type { PairingStore } from "./pairing.js";
 
 const CHAT_CHANNELS = ["telegram", "discord", "slack"] as const;
@@ -41,6 +41,32 @@ export class ChannelAccessControl implements AccessControl {
     if (!isChatChannel(message.channel)) return deny(`unknown channel "${message.channel}"`);
     const rules = this.rulesOf(message.channel);
     return message.isDirect ? this.checkDirect(message, rules) : this.checkGroup(message, rules);
+  }
+
+  /**
+   * Whether a button press may count: the presser must be allowed to write in that chat (a press is aimed at
+   * the bot, so requireMention is met). Never issues pairing codes.
+   */
+  allowsPress(press: ButtonPress): boolean {
+    if (press.channel === "console") return true;
+    if (!isChatChannel(press.channel)) return false;
+    const rules = this.rulesOf(press.channel);
+    const asMessage: InboundMessage = {
+      channel: press.channel,
+      chatId: press.chatId,
+      threadId: press.threadId,
+      messageId: press.messageId ?? "",
+      userId: press.userId,
+      userName: press.userName,
+      text: "",
+      isDirect: press.isDirect,
+      mentionsBot: true,
+      attachments: [],
+      receivedAt: 0,
+    };
+    if (!press.isDirect) return this.checkGroup(asMessage, rules).allow;
+    if (rules.dmPolicy === "pairing") return this.isKnownSender(press.channel, press.userId);
+    return this.checkDirect(asMessage, rules).allow;
   }
 
   /** True when `userId` may act as the owner on `channel` (allowFrom or paired): used by `/pair approve`. */

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import type { MagpieFeature } from "../../src/app/feature.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { accessFeature } from "../../src/security/access-feature.js";
 import { DISCORD_DM_CHANNEL_ID, FakeDiscord } from "../fakes/discord.js";
@@ -249,6 +250,56 @@ describe("end to end: Telegram", () => {
     await waitFor(() => telegram.sentTexts().includes("hooked"), "webhook reply");
     expect(telegram.callsOf("getUpdates")).toHaveLength(0);
     llm.assertDone();
+  });
+
+  it("a button press counts only from someone allowed to write in that chat", async () => {
+    const telegram = await new FakeTelegram().start();
+    cleanup.push(() => telegram.close());
+    const presses: string[] = [];
+    const recorder: MagpieFeature = {
+      name: "press-recorder",
+      setup: (app) =>
+        app.addButtonHandler((press) => {
+          presses.push(`${press.userId}:${press.buttonId}`);
+          return true;
+        }),
+    };
+    const testApp = await startTestApp({
+      features: [accessFeature, recorder],
+      loadChannels: true,
+      channel: null,
+      config: {
+        channels: {
+          telegram: {
+            token: telegram.validToken,
+            apiRoot: telegram.apiRoot,
+            pacing: false,
+            allowFrom: [OWNER.id],
+          },
+        },
+      },
+    });
+    cleanup.push(() => testApp.stop());
+    const pressAs = (
+      from: { id: number; first_name: string },
+      chat: { id: number; type: string },
+      data: string,
+    ) =>
+      telegram.pushUpdate({
+        callback_query: {
+          id: `cb-${data}`,
+          from: { ...from, is_bot: false },
+          chat_instance: "ci",
+          data,
+          message: { message_id: 5, date: 0, chat, text: "Approve?" },
+        },
+      });
+    pressAs(STRANGER, { id: GROUP.id, type: "supergroup" }, "approve:stranger");
+    pressAs(STRANGER, { id: STRANGER.id, type: "private" }, "approve:stranger-dm");
+    const last = pressAs(OWNER, { id: OWNER.id, type: "private" }, "approve:owner");
+    await waitFor(() => telegram.acknowledgedOffset > last, "presses handled");
+    expect(presses).toEqual([`${OWNER.id}:approve:owner`]);
+    expect(telegram.callsOf("answerCallbackQuery")).toHaveLength(3);
   });
 
   it("a wrong token stops start-up with an error naming TELEGRAM_BOT_TOKEN", async () => {

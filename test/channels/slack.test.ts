@@ -190,6 +190,14 @@ describe("slack specifics", () => {
     expect(sent?.body).toMatchObject({ thread_ts: parent, text: "*a* &lt; b &amp; <https://x.test/a|docs>" });
   });
 
+  it("never lets model text ping a channel, formatted or plain", async () => {
+    const { fake, adapter } = await startedSocket();
+    await adapter.send({ channel: "slack", chatId: GROUP }, { text: "<!channel> **now**" });
+    await adapter.send({ channel: "slack", chatId: GROUP }, { text: "<!here> <@U123>", format: "plain" });
+    const texts = fake.callsOf("chat.postMessage").map((call) => call.body.text);
+    expect(texts).toEqual(["&lt;!channel&gt; *now*", "&lt;!here&gt; &lt;@U123&gt;"]);
+  });
+
   it("refuses a wrong app token with an error naming SLACK_APP_TOKEN", async () => {
     const fake = await new FakeSlack().start();
     cleanup.push(() => fake.close());

@@ -172,3 +172,30 @@ describe("access control: groups", () => {
     expect(access.check(group()).allow).toBe(false);
   });
 });
+
+describe("access control: button presses", () => {
+  const press = (fields: Record<string, unknown> = {}) => ({
+    channel: "telegram",
+    chatId: "-100",
+    userId: "555",
+    userName: "bob",
+    isDirect: false,
+    buttonId: "approve:1",
+    ...fields,
+  });
+
+  it("counts a press only from someone allowed to write in that chat", () => {
+    const { access } = setup({ telegram: { groups: ["-100"], allowFrom: ["777"] } });
+    expect(access.allowsPress(press())).toBe(true);
+    expect(access.allowsPress(press({ chatId: "-200" }))).toBe(false);
+    expect(access.allowsPress(press({ isDirect: true, chatId: "777", userId: "777" }))).toBe(true);
+    expect(access.allowsPress(press({ isDirect: true, chatId: "888", userId: "888" }))).toBe(false);
+    expect(access.allowsPress(press({ channel: "console" }))).toBe(true);
+  });
+
+  it("never issues a pairing code for a press", () => {
+    const { access, pairing } = setup();
+    access.allowsPress(press({ isDirect: true, chatId: "888", userId: "888" }));
+    expect(pairing.pending()).toEqual([]);
+  });
+});
