@@ -77,6 +77,11 @@ export type NewJob = Omit<Job, "id" | "lastRunAt" | "runRequestedAt" | "complete
 export class JobStore {
   constructor(private readonly db: Db) {}
 
+  /** False once the database is closed (shutdown): background work stops touching it. */
+  isOpen(): boolean {
+    return this.db.open;
+  }
+
   insert(job: NewJob): Job {
     const result = this.db
       .prepare(

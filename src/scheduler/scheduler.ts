@@ -100,33 +100,41 @@ export class Scheduler {
     await Promise.allSettled([...this.running.values()]);
   }
 
-  /** Runs every due job; re-arms the timer. Exposed so tests and the CLI hand-off can prompt a check. */
+  /** Runs every due job; re-arms the timer whatever happens. Exposed so tests can prompt a check. */
   async tick(): Promise<void> {
     if (!this.started) return;
     clearTimeout(this.timer);
-    const { jobs, clock } = this.deps;
-    const now = clock.now();
-    for (const job of jobs.due(now)) {
-      if (job.runRequestedAt !== null) {
-        jobs.clearRunRequest(job.id);
-        void this.launch(job, "manual", null);
-      }
-      if (job.enabled && job.nextRunAt !== null && job.nextRunAt <= now) {
-        const slot = job.nextRunAt;
-        this.advance(job, now);
-        void this.launch(job, "schedule", slot);
-      }
-    }
+    const { jobs, clock, logger } = this.deps;
     try {
+      const now = clock.now();
+      for (const job of jobs.due(now)) {
+        // One broken job must not stop the others (or the timer).
+        try {
+          if (job.runRequestedAt !== null) {
+            jobs.clearRunRequest(job.id);
+            void this.launch(job, "manual", null);
+          }
+          if (job.enabled && job.nextRunAt !== null && job.nextRunAt <= now) {
+            const slot = job.nextRunAt;
+            this.advance(job, now);
+            void this.launch(job, "schedule", slot);
+          }
+        } catch (error) {
+          logger.error({ job: job.id, err: error }, "cron-job-broken");
+          jobs.setEnabled(job.id, false, null, now);
+          jobs.recordSkipped(job.id, "schedule", job.nextRunAt, now, `job paused: ${errorMessage(error)}`);
+        }
+      }
       await this.deps.delivery.settle();
     } catch (error) {
-      this.deps.logger.error({ err: error }, "cron-delivery-settle-failed");
+      logger.error({ err: error }, "cron-tick-failed");
+    } finally {
+      this.arm();
     }
-    this.arm();
   }
 
   private arm(): void {
-    if (!this.started) return;
+    if (!this.started || !this.deps.jobs.isOpen()) return;
     clearTimeout(this.timer);
     const now = this.deps.clock.now();
     const nextDue = this.deps.jobs.nextDueAt();

@@ -155,6 +155,31 @@ describe("scheduler firing", () => {
     expect(rig.messenger.sent[0]?.target).toEqual({ channel: "slack", chatId: "C42" });
   });
 
+  it("pauses a job that can no longer be scheduled and keeps firing the others", async () => {
+    rig.scheduler.start();
+    const healthy = rig.scheduler.add({ expression: "* * * * *", command: "ok" }, { createdFrom: CHAT });
+    // A row written by an older version with an expression this one rejects.
+    const broken = rig.jobs.insert({
+      name: "legacy",
+      schedule: { kind: "cron", expression: "every monday" },
+      timezone: "UTC",
+      kind: "message",
+      payload: "x",
+      deliver: { pushover: false, mode: "always" },
+      enabled: true,
+      source: "chat",
+      nextRunAt: T0 + 30_000,
+      createdAt: T0,
+    });
+    await advance(120_000);
+    expect(rig.scheduler.get(broken.id)).toMatchObject({ status: "paused", next_run: null });
+    expect(rig.scheduler.runs(broken.id, 1)[0]).toMatchObject({
+      status: "skipped",
+      output: expect.stringMatching(/job paused: .*not a valid cron expression/),
+    });
+    expect(rig.scheduler.runs(healthy.id, 10)).toHaveLength(2);
+  });
+
   it("rejects invalid schedules with the reason", () => {
     expect(() => rig.scheduler.add({ expression: "61 * * * *", command: "x" })).toThrow(
       /61 is an invalid expression for minute/,
