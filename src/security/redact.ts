@@ -1,11 +1,12 @@
 import { SECRET_PATHS } from "../config/env.js";
 import type { MagpieConfig } from "../config/schema.js";
+import { redactSecretPatterns } from "./secret-patterns.js";
 
 const SECRET_ENV_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_KEY|USER_KEY|CREDENTIAL)/i;
 const MIN_SECRET_LENGTH = 6;
 export const REDACTED = "[REDACTED]";
 
-/** Removes known secret values (tokens, API keys) from text and nested values. */
+/** Removes known secret values (tokens, API keys) and well-known credential formats from text and nested values. */
 export class Redactor {
   private secrets: string[] = [];
   private pattern: RegExp | null = null;
@@ -28,7 +29,8 @@ export class Redactor {
   }
 
   redact(text: string): string {
-    return this.pattern ? text.replace(this.pattern, REDACTED) : text;
+    const known = this.pattern ? text.replace(this.pattern, REDACTED) : text;
+    return redactSecretPatterns(known, REDACTED);
   }
 
   /** Redacts every string inside a JSON-like value (returns a copy). */
