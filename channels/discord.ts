@@ -26,9 +26,9 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
-import { StatusTracker } from "./channel-status.js";
 import { renderParts } from "./format/chunk.js";
 import type { ChannelDeps } from "./index.js";
+import { StatusTracker } from "./status-tracker.js";
 
 const TOKEN_HINT = "Check DISCORD_BOT_TOKEN or channels.discord.token.";
 const LIMIT = 2000;

@@ -1,7 +1,7 @@
 import type { App, Receiver, ReceiverEvent } from "@slack/bolt";
 import { SocketModeClient } from "@slack/socket-mode";
 import type { Logger } from "pino";
-import { backoffDelay } from "./channel-status.js";
+import { backoffDelay } from "./backoff.js";
 
 export interface SocketReceiverOptions {
   appToken: string;

@@ -1,4 +1,5 @@
 import { App, HTTPReceiver, LogLevel, type types } from "@slack/bolt";
+import { z } from "zod";
 import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
 import type {
   Attachment,
@@ -13,12 +14,12 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
-import { StatusTracker } from "./channel-status.js";
 import { chunkMarkdown, type RenderedPart, renderParts } from "./format/chunk.js";
 import { escapeText, renderMarkdown } from "./format/markdown.js";
 import { Pacer } from "./format/pacer.js";
 import type { ChannelDeps } from "./index.js";
 import { AckAfterProcessingSocketReceiver } from "./slack-socket-receiver.js";
+import { StatusTracker } from "./status-tracker.js";
 
 type KnownBlock = types.KnownBlock;
 
@@ -33,27 +34,33 @@ const IGNORED_SUBTYPES = new Set([
   "message_replied",
 ]);
 
-/** The slice of a Slack message event Magpie reads (validated loosely: Slack adds fields freely). */
-interface SlackMessageEvent {
-  type: string;
-  subtype?: string;
-  channel?: string;
-  channel_type?: string;
-  user?: string;
-  bot_id?: string;
-  text?: string;
-  ts?: string;
-  thread_ts?: string;
-  parent_user_id?: string;
-  files?: Array<{
-    id: string;
-    name?: string;
-    mimetype?: string;
-    size?: number;
-    url_private_download?: string;
-    url_private?: string;
-  }>;
-}
+/** The slice of a Slack message event Magpie reads; Slack adds fields freely, so unknown keys pass. */
+const slackMessageEventSchema = z.looseObject({
+  type: z.string(),
+  subtype: z.string().optional(),
+  channel: z.string().optional(),
+  channel_type: z.string().optional(),
+  user: z.string().optional(),
+  bot_id: z.string().optional(),
+  text: z.string().optional(),
+  ts: z.string().optional(),
+  thread_ts: z.string().optional(),
+  parent_user_id: z.string().optional(),
+  files: z
+    .array(
+      z.looseObject({
+        id: z.string(),
+        name: z.string().optional(),
+        mimetype: z.string().optional(),
+        size: z.number().optional(),
+        url_private_download: z.string().optional(),
+        url_private: z.string().optional(),
+      }),
+    )
+    .optional(),
+});
+
+type SlackMessageEvent = z.infer<typeof slackMessageEventSchema>;
 
 interface SlackApiError {
   code?: string;
@@ -147,12 +154,10 @@ export class SlackChannel implements ChannelAdapter {
     } catch (error) {
       throw this.startupFailure(error, "bot");
     }
-    this.app.event("message", async ({ event }) => this.onMessage(event as unknown as SlackMessageEvent));
+    this.app.event("message", async ({ event }) => this.onMessage(event));
     // A channel mention arrives as both `message` and `app_mention` with the same ts: the inbox's
     // (channel, messageId) uniqueness turns the second into a duplicate, so it is answered once.
-    this.app.event("app_mention", async ({ event }) =>
-      this.onMessage({ ...(event as unknown as SlackMessageEvent), type: "message" }),
-    );
+    this.app.event("app_mention", async ({ event }) => this.onMessage(event));
     this.app.action(/.*/, async ({ ack, body, action }) => {
       await ack();
       if (body.type !== "block_actions" || !("value" in action) || typeof action.value !== "string") return;
@@ -205,7 +210,13 @@ export class SlackChannel implements ChannelAdapter {
     return new MagpieError("channel.slack.connect_failed", message, { cause: error });
   }
 
-  private async onMessage(event: SlackMessageEvent): Promise<void> {
+  private async onMessage(payload: unknown): Promise<void> {
+    const parsed = slackMessageEventSchema.safeParse(payload);
+    if (!parsed.success) {
+      this.deps.logger.debug({ channel: this.name }, "slack event of unexpected shape ignored");
+      return;
+    }
+    const event = parsed.data;
     if (event.bot_id || !event.user || event.user === this.botUserId) return;
     if (event.subtype && IGNORED_SUBTYPES.has(event.subtype)) return;
     if (!event.channel || !event.ts) return;

@@ -13,11 +13,13 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
-import { ButtonIdMap, backoffDelay, StatusTracker } from "./channel-status.js";
+import { backoffDelay } from "./backoff.js";
+import { ButtonIdMap } from "./button-ids.js";
 import { renderParts } from "./format/chunk.js";
 import { renderMarkdown } from "./format/markdown.js";
 import { type Pacer, telegramPacer } from "./format/pacer.js";
 import type { ChannelDeps } from "./index.js";
+import { StatusTracker } from "./status-tracker.js";
 
 const TOKEN_HINT = "Check TELEGRAM_BOT_TOKEN or channels.telegram.token.";
 const LIMIT = 4096;

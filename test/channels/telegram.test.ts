@@ -233,6 +233,28 @@ describe("telegram specifics", () => {
     expect(fake.callsOf("getUpdates")).toHaveLength(0);
   });
 
+  it("maps button ids longer than Telegram's 64-byte callback_data and back", async () => {
+    const { adapter, sink } = await started();
+    const longId = `ask:${"choice-".repeat(15)}`;
+    await adapter.send(
+      { channel: "telegram", chatId: "777" },
+      { text: "Pick", buttons: [[{ id: longId, label: "That one" }]] },
+    );
+    const [data] = buttonsOf(fake.callsOf("sendMessage")[0]!.body);
+    expect(Buffer.byteLength(data!)).toBeLessThanOrEqual(64);
+    fake.pushUpdate({
+      callback_query: {
+        id: "cb9",
+        from: { ...USER, is_bot: false },
+        chat_instance: "ci",
+        data,
+        message: { message_id: 1, date: 0, chat: { id: USER.id, type: "private" }, text: "Pick" },
+      },
+    });
+    const press = await waitFor(() => sink.presses[0], "press");
+    expect(press.buttonId).toBe(longId);
+  });
+
   it("refuses webhook mode without a secret", () => {
     expect(() => new TelegramChannel(channelDeps({ telegram: { token: "1:x", mode: "webhook" } }))).toThrow(
       /webhookSecret/,
