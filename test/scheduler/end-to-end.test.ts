@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { TelegramChannel } from "../../channels/telegram.js";
 import { schedulerFeature } from "../../src/scheduler/feature.js";
 import type { Scheduler } from "../../src/scheduler/scheduler.js";
+import { accessFeature } from "../../src/security/access-feature.js";
 import { channelDeps } from "../channels/helpers.js";
 import { waitFor } from "../fakes/http-util.js";
 import { reply } from "../fakes/openai.js";
@@ -25,18 +26,24 @@ describe("scheduler end to end (Telegram fake, OpenAI fake, Pushover fake)", () 
   let pushover: PushoverFake;
   let test: TestApp | undefined;
 
-  async function start(config: Record<string, unknown> = {}, extraChannel?: RecordingChannel) {
+  async function start(
+    config: Record<string, unknown> = {},
+    extraChannel?: RecordingChannel,
+    allowAll = false,
+  ) {
     telegram = await new FakeTelegram().start();
     pushover = await startPushoverFake();
     const adapter = new TelegramChannel(
       channelDeps({ telegram: { token: telegram.validToken, apiRoot: telegram.apiRoot, pacing: false } }),
     );
     test = await startTestApp({
-      features: [schedulerFeature],
+      // The real access control (Alice, 777, is on the allowlist; the ops group is configured), unless the
+      // test talks through the in-memory channel, which only the harness's allow-all access admits.
+      features: allowAll ? [schedulerFeature] : [accessFeature, schedulerFeature],
       channel: extraChannel ?? null,
       adapters: [adapter],
       config: {
-        channels: { telegram: { groups: ["-1001"] } },
+        channels: { telegram: { allowFrom: ["777"], groups: ["-1001"], requireMention: false } },
         notify: { pushover: { token: "app-token", user: "user-key", proxy: pushover.proxyUrl } },
         ...config,
       },
@@ -97,7 +104,22 @@ describe("scheduler end to end (Telegram fake, OpenAI fake, Pushover fake)", () 
     expect(notification?.fields.message).toContain("42% full");
     expect(notification?.fields.title).toContain("disk report");
 
-    const runs = test!.app.store.db.prepare("SELECT status, delivery_state FROM cron_runs").all();
+    const runs = test!.app.store.db
+      .prepare("SELECT status, scheduled_at, started_at FROM cron_runs")
+      .all() as Array<{
+      status: string;
+      scheduled_at: number;
+      started_at: number;
+    }>;
+    expect(runs).toHaveLength(1);
+    expect(runs[0]?.status).toBe("ok");
+    expect(runs[0]!.started_at - runs[0]!.scheduled_at).toBeLessThan(1000);
+    // The report went out as a report: it is not part of the chat's conversation history.
+    const history = test!.app.store.db
+      .prepare("SELECT content FROM messages WHERE session_key = 'telegram:777'")
+      .all() as Array<{ content: string | null }>;
+    expect(history.length).toBeGreaterThan(0);
+    expect(history.some((row) => row.content?.includes("42% full"))).toBe(false);
     await waitFor(
       () =>
         (
@@ -107,13 +129,12 @@ describe("scheduler end to end (Telegram fake, OpenAI fake, Pushover fake)", () 
         ).delivery_state === "delivered",
       "the run's delivery to be recorded",
     );
-    expect(runs).toHaveLength(1);
     llm!.assertDone();
   });
 
   it("the message tool posts to another channel's allowed chat and refuses others", async () => {
     const console = new RecordingChannel("test");
-    const { llm } = await start({}, console);
+    const { llm } = await start({}, console, true);
     llm!.script(
       reply.toolCalls([
         {
