@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import picomatch from "picomatch";
 import { z } from "zod";
-import { judgePath } from "../security/file-guard.js";
+import { judgePath, type SecurityLevel } from "../security/file-guard.js";
 import { guardPath, guardScope } from "../security/path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
@@ -9,6 +9,32 @@ import { ancestorsWithin, walk } from "./files/walk.js";
 
 const DEFAULT_MAX_RESULTS = 100;
 const MAX_LINE_CHARS = 500;
+/** Stops a search of a huge tree from keeping a call busy for long. */
+const MAX_FILES_SCANNED = 20_000;
+
+/**
+ * True for a file inside the searched tree that file_read would refuse or question on its own account (`.env`,
+ * keys, another name of a hard-linked file): its content stays out of the results. Being outside the workspace
+ * is not re-judged here — the search root already was.
+ */
+function contentHidden(file: string, linkCount: number, level: SecurityLevel, home: string): boolean {
+  if (linkCount > 1) return true;
+  const findings = judgePath(
+    {
+      requested: file,
+      lexical: file,
+      real: file,
+      exists: true,
+      isDirectory: false,
+      hardLinked: false,
+      insideWorkspace: true,
+    },
+    "read",
+    level,
+    home,
+  );
+  return findings.some((finding) => finding.verdict !== "allow");
+}
 
 export const fileGrepTool = defineTool({
   name: "file_grep",
@@ -47,6 +73,7 @@ export const fileGrepTool = defineTool({
     const maxResults = input.max_results ?? DEFAULT_MAX_RESULTS;
     const matches: Array<{ path: string; line: number; text: string }> = [];
     let filesSearched = 0;
+    let scanned = 0;
     const skipped: string[] = [];
     let truncated = false;
 
@@ -61,25 +88,15 @@ export const fileGrepTool = defineTool({
       if (globMatches && !globMatches(entry.relative)) continue;
       const stats = await fs.stat(entry.absolute).catch(() => null);
       if (!stats) continue;
-      // A file the guard would not let file_read show (.env, hard links to elsewhere) is not searched either.
-      const findings = judgePath(
-        {
-          requested: entry.absolute,
-          lexical: entry.absolute,
-          real: entry.absolute,
-          exists: true,
-          isDirectory: false,
-          hardLinked: stats.nlink > 1,
-          insideWorkspace: resolved.insideWorkspace && stats.nlink <= 1,
-        },
-        "read",
-        level,
-        scope.home,
-      );
-      const blocked =
-        findings.some((finding) => finding.verdict !== "allow") && entry.absolute !== resolved.real;
-      const otherHardLink = stats.nlink > 1 && entry.absolute !== resolved.real;
-      if (blocked || otherHardLink || stats.size > context.config.tools.files.maxFileSizeBytes) {
+      if (++scanned > MAX_FILES_SCANNED) {
+        truncated = true;
+        break;
+      }
+      const isRoot = entry.absolute === resolved.real;
+      if (
+        (!isRoot && contentHidden(entry.absolute, stats.nlink, level, scope.home)) ||
+        stats.size > context.config.tools.files.maxFileSizeBytes
+      ) {
         skipped.push(displayPath(context, entry.absolute));
         continue;
       }

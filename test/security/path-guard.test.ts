@@ -145,6 +145,22 @@ describe("file guard: every rule at every security.level", () => {
     expect(harness.store.audit.recent(1)[0]!.verdict).toBe("warn");
   });
 
+  it("an approved search outside the workspace finds content, but still not sensitive files", async () => {
+    const harness = await harnessAt("medium", { require: ["guard:warn"], decide: () => "approved" });
+    await fs.writeFile(path.join(harness.outside, "log.txt"), "ERROR disk full\n");
+    await fs.writeFile(path.join(harness.outside, ".env"), "ERROR_TOKEN=leak\n");
+    const result = JSON.parse(
+      (await harness.call("file_grep", { pattern: "ERROR", path: harness.outside })).replace(
+        /^Warning:.*\n/gm,
+        "",
+      ),
+    );
+    expect(result.matches).toEqual([
+      { path: path.join(harness.outside, "log.txt"), line: 1, text: "ERROR disk full" },
+    ]);
+    expect(harness.approvalRequests).toHaveLength(1);
+  });
+
   it("an approved Warn verdict runs; a timed-out one does not", async () => {
     const approved = await harnessAt("medium", { require: ["guard:warn"], decide: () => "approved" });
     const target = path.join(approved.outside, "ok.txt");
