@@ -3,6 +3,8 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
+import { sanitizedEnv } from "../../src/security/shell-env.js";
+import { runProcess } from "../../src/tools/process/run-process.js";
 import { createToolHarness, errorCode, type ToolHarness } from "./tool-harness.js";
 
 const harnesses: ToolHarness[] = [];
@@ -175,5 +177,23 @@ describe("shell", () => {
     expect(() =>
       parseConfig({ tools: { shell: { denyPatterns: ["rm (-rf"] } } }, { env: {}, cwd: "/tmp" }),
     ).toThrow(/tools\.shell\.denyPatterns\[0\].*regular expression/);
+  });
+
+  it("a cancelled turn (abort signal) kills the process group", async () => {
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 100);
+    const result = await runProcess({
+      file: "/bin/sh",
+      args: ["-c", "sleep 30 & sleep 30"],
+      cwd: "/tmp",
+      env: sanitizedEnv(),
+      timeoutMs: 20_000,
+      maxOutputBytes: 1000,
+      signal: controller.signal,
+    });
+    expect(result.aborted).toBe(true);
+    expect(result.timedOut).toBe(false);
+    expect(Date.now() - started).toBeLessThan(3000);
   });
 });
