@@ -69,7 +69,7 @@ function caughtUpNote(outcome: RunOutcome, timeZone: string): string {
     dateStyle: "short",
     timeStyle: "short",
   });
-  return ` — caught up (missed at ${due} while magpie was down)`;
+  return ` — caught up (missed at ${due} while Magpie was down)`;
 }
 
 export function formatDuration(ms: number): string {
