@@ -1,3 +1,4 @@
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Logger } from "pino";
 import { ConsoleChannel } from "../../channels/console.js";
@@ -92,6 +93,8 @@ export class MagpieApp {
     this.redactor = createRedactor(config, options.env ?? process.env);
     this.logger = options.logger ?? createLogger({ redactor: this.redactor });
     this.store = Store.open(config.dataDir);
+    // File and shell tools (and shell cron jobs) work inside the workspace: it exists from the first start.
+    mkdirSync(config.workspace, { recursive: true });
     this.model = options.model !== undefined ? options.model : createChatModel(config);
 
     const services: AppContext["services"] = { store: this.store, redactor: this.redactor };
