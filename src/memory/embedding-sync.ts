@@ -51,12 +51,14 @@ export class EmbeddingSync {
     for (const item of todo) this.inFlight.add(item.record.id);
     try {
       const vectors = await this.embedder.embed(todo.map((item) => item.record.content));
-      todo.forEach((item, position) => {
-        const vector = vectors[position];
-        // The memory may have been forgotten or rewritten while the call was in flight.
-        if (vector && this.repository.contentOf(item.record.id) === item.record.content) {
-          this.save(item.record, item.hash, vector);
-        }
+      this.repository.transaction(() => {
+        todo.forEach((item, position) => {
+          const vector = vectors[position];
+          // The memory may have been forgotten or rewritten while the call was in flight.
+          if (vector && this.repository.contentOf(item.record.id) === item.record.content) {
+            this.save(item.record, item.hash, vector);
+          }
+        });
       });
       this.learnDimensions(vectors[0]?.length);
     } finally {

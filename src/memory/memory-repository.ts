@@ -53,6 +53,11 @@ export class MemoryRepository {
     return statement;
   }
 
+  /** Runs `work` in one transaction (bulk writes). */
+  transaction<T>(work: () => T): T {
+    return this.db.transaction(work)();
+  }
+
   /** Inserts or updates the memory `key` of `agent`; `created` is false for an update. */
   upsert(
     input: { agent: string; key: string; content: string; category: MemoryCategory },

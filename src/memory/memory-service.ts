@@ -12,6 +12,8 @@ import { dot } from "./vector-math.js";
 
 /** Vector matches below this cosine are noise, not memories worth showing. */
 const MIN_SIMILARITY = 0.25;
+/** Memories embedded per round in `storeMany` (the embedder splits them into requests). */
+const BULK_EMBED_CHUNK = 512;
 /** Sign-code candidates rescored with exact vectors. */
 const RESCORE_CANDIDATES = 200;
 
@@ -83,6 +85,45 @@ export class MemoryService {
     }
   }
 
+  /**
+   * Upserts many memories in one transaction, then embeds them in batches (imports, bulk loads). An
+   * embedding failure is logged; the background backfill retries later.
+   */
+  async storeMany(
+    items: Array<{ agent: string; key: string; content: string; category?: MemoryCategory }>,
+  ): Promise<{ stored: number; indexed: "keyword" | "keyword+vector" }> {
+    const now = this.clock.now();
+    const records = this.repository.transaction(() =>
+      items.map((item) => {
+        const { record } = this.repository.upsert(
+          {
+            agent: item.agent,
+            key: item.key.trim(),
+            content: item.content.trim(),
+            category: item.category ?? "core",
+          },
+          now,
+        );
+        if (this.sync && !this.repository.vectorMeta(record.id))
+          this.indexes.removed(record.agent, record.id);
+        return record;
+      }),
+    );
+    if (!this.sync) return { stored: records.length, indexed: "keyword" };
+    try {
+      for (let start = 0; start < records.length; start += BULK_EMBED_CHUNK) {
+        await this.sync.embedRecords(records.slice(start, start + BULK_EMBED_CHUNK));
+      }
+      return { stored: records.length, indexed: "keyword+vector" };
+    } catch (error) {
+      this.logger.warn(
+        { code: "memory.embedding_failed", err: error, model: this.sync.model, count: records.length },
+        "Embedding stored memories failed; they are searchable by keyword now and will be embedded later",
+      );
+      return { stored: records.length, indexed: "keyword" };
+    }
+  }
+
   /** Hybrid recall: BM25 and cosine lists fused by reciprocal rank, weighted by category and age. */
   async recall(input: {
     agent: string;
@@ -103,7 +144,7 @@ export class MemoryService {
     let fallbackReason: string | undefined;
     if (this.sync && input.query.trim()) {
       try {
-        vectorHits = await this.vectorSearch(input.agent, input.query, pool, input.signal);
+        vectorHits = await this.nearest(input.agent, input.query, pool, input.signal);
         mode = "hybrid";
       } catch (error) {
         fallbackReason = error instanceof Error ? error.message : String(error);
@@ -179,13 +220,18 @@ export class MemoryService {
     await this.sync?.stop();
   }
 
-  private async vectorSearch(
+  /**
+   * The memories nearest to `query` by cosine (≥ the noise floor), best first; throws when the
+   * embedding call fails, returns [] without embeddings.
+   */
+  async nearest(
     agent: string,
     query: string,
     limit: number,
     signal?: AbortSignal,
   ): Promise<Array<{ id: number; similarity: number }>> {
-    const sync = this.sync!;
+    const sync = this.sync;
+    if (!sync) return [];
     const [vector] = await sync.embedder.embed([query], { purpose: "query", signal });
     if (!vector) return [];
     sync.learnDimensions(vector.length);

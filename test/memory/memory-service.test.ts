@@ -206,6 +206,22 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
     store.close();
   });
 
+  it("embeds bulk stores in batches", async () => {
+    const { store, memory } = openMemory(embeddingConfig(), silentLogger());
+    const items = Array.from({ length: 100 }, (_, i) => ({
+      agent: "main",
+      key: `sensor.${i}`,
+      content: `Sensor ${i} sits in room ${i % 7}.`,
+    }));
+    expect(await memory.storeMany(items)).toEqual({ stored: 100, indexed: "keyword+vector" });
+    expect(fake.embeddingRequests.map((request) => request.input.length)).toEqual([64, 36]);
+    expect(store.db.prepare("SELECT COUNT(*) FROM memory_vectors").pluck().get()).toBe(100);
+    const hits = (await memory.recall({ agent: "main", query: "sensor 42", limit: 1 })).hits;
+    expect(hits[0]!.memory.key).toBe("sensor.42");
+    await memory.close();
+    store.close();
+  });
+
   it("falls back to keyword search with a logged warning when the endpoint is down, then backfills", async () => {
     const { logger, lines } = capturingLogger();
     const { store, memory } = openMemory(embeddingConfig(), logger);
