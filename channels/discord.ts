@@ -26,6 +26,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { backoffDelay } from "./backoff.js";
 import { renderParts } from "./format/chunk.js";
 import type { ChannelDeps } from "./index.js";
 import { StatusTracker } from "./status-tracker.js";
@@ -53,6 +54,8 @@ export class DiscordChannel implements ChannelAdapter {
   private readonly client: Client;
   private readonly status$ = new StatusTracker();
   private readonly token: string;
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: ChannelDeps) {
     const config = deps.config.channels.discord;
@@ -110,43 +113,70 @@ export class DiscordChannel implements ChannelAdapter {
       this.deps.logger.warn({ channel: this.name, err: errorMessage(error) }, "discord gateway error"),
     );
 
+    client.on(Events.ShardDisconnect, (event) => {
+      this.status$.set("failed", closeDetail(event.code));
+    });
+    await this.connect(0);
+  }
+
+  /** Logs in; a refused token throws, network trouble retries in the background with back-off. */
+  private async connect(attempt: number): Promise<void> {
+    try {
+      await this.login();
+      this.status$.set("connected");
+    } catch (error) {
+      if (error instanceof MagpieError) {
+        this.status$.set("failed", error.message);
+        throw error;
+      }
+      if (this.stopped) return;
+      this.status$.set("reconnecting", `Cannot connect to Discord: ${errorMessage(error)}`);
+      this.deps.logger.warn(
+        { channel: this.name, err: errorMessage(error) },
+        "discord unreachable, retrying",
+      );
+      this.retryTimer = setTimeout(() => {
+        this.connect(attempt + 1).catch(() => undefined);
+      }, backoffDelay(attempt));
+    }
+  }
+
+  /** Resolves once the client is ready; rejects with a MagpieError when Discord refuses the token or intents. */
+  private async login(): Promise<void> {
+    const client = this.client;
+    let onReady = () => {};
+    let onDisconnect = (_event: { code: number }) => {};
     const ready = new Promise<void>((resolve, reject) => {
-      client.once(Events.ClientReady, () => resolve());
-      client.on(Events.ShardDisconnect, (event) => {
-        const detail =
+      onReady = () => resolve();
+      onDisconnect = (event) => {
+        const code =
           event.code === AUTHENTICATION_FAILED
-            ? `Discord rejected the token (${AUTHENTICATION_FAILED}). ${TOKEN_HINT}`
-            : event.code === DISALLOWED_INTENTS
-              ? "Discord refused the intents (4014): enable the Message Content intent for the bot in the Discord developer portal."
-              : `Discord closed the gateway (${event.code}) and will not reconnect.`;
-        this.status$.set("failed", detail);
-        reject(
-          new MagpieError(
-            event.code === AUTHENTICATION_FAILED
-              ? "channel.discord.unauthorized"
-              : "channel.discord.gateway_closed",
-            detail,
-          ),
-        );
-      });
+            ? "channel.discord.unauthorized"
+            : "channel.discord.gateway_closed";
+        reject(new MagpieError(code, closeDetail(event.code)));
+      };
+      client.once(Events.ClientReady, onReady);
+      client.once(Events.ShardDisconnect, onDisconnect);
     });
     try {
       await Promise.race([client.login(this.token), ready]);
       await ready;
     } catch (error) {
       if (error instanceof MagpieError) throw error;
-      const unauthorized = (error as { code?: string }).code === "TokenInvalid";
-      const detail = unauthorized
-        ? `Discord rejected the token (401). ${TOKEN_HINT}`
-        : `Cannot connect to Discord: ${errorMessage(error)}`;
-      this.status$.set("failed", detail);
-      throw new MagpieError(
-        unauthorized ? "channel.discord.unauthorized" : "channel.discord.connect_failed",
-        detail,
-        { cause: error },
-      );
+      if ((error as { code?: string }).code === "TokenInvalid") {
+        throw new MagpieError(
+          "channel.discord.unauthorized",
+          `Discord rejected the token (401). ${TOKEN_HINT}`,
+          {
+            cause: error,
+          },
+        );
+      }
+      throw error;
+    } finally {
+      client.off(Events.ClientReady, onReady);
+      client.off(Events.ShardDisconnect, onDisconnect);
     }
-    this.status$.set("connected");
   }
 
   private async onMessage(message: Message, sink: InboundSink): Promise<void> {
@@ -309,6 +339,8 @@ export class DiscordChannel implements ChannelAdapter {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.client.destroy().catch(() => undefined);
     this.status$.set("stopped");
   }
@@ -316,6 +348,16 @@ export class DiscordChannel implements ChannelAdapter {
   status(): ChannelStatus {
     return this.status$.get();
   }
+}
+
+/** Why the gateway closed for good, and what to do about it. */
+function closeDetail(code: number): string {
+  if (code === AUTHENTICATION_FAILED)
+    return `Discord rejected the token (${AUTHENTICATION_FAILED}). ${TOKEN_HINT}`;
+  if (code === DISALLOWED_INTENTS) {
+    return "Discord refused the intents (4014): enable the Message Content intent for the bot in the Discord developer portal.";
+  }
+  return `Discord closed the gateway (${code}) and will not reconnect.`;
 }
 
 function components(rows: NonNullable<OutboundMessage["buttons"]>): unknown[] {

@@ -14,6 +14,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { backoffDelay } from "./backoff.js";
 import { chunkMarkdown, type RenderedPart, renderParts } from "./format/chunk.js";
 import { escapeText, renderMarkdown } from "./format/markdown.js";
 import { Pacer } from "./format/pacer.js";
@@ -86,6 +87,8 @@ export class SlackChannel implements ChannelAdapter {
   private readonly botToken: string;
   private botUserId = "";
   private sink: InboundSink | null = null;
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | null = null;
   /** chat.postMessage allows about one message per second per channel (api.slack.com/apis/rate-limits). */
   private readonly pacer: Pacer | null;
 
@@ -147,13 +150,6 @@ export class SlackChannel implements ChannelAdapter {
 
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
-    try {
-      await this.app.init();
-      const identity = await this.app.client.auth.test();
-      this.botUserId = String(identity.user_id ?? "");
-    } catch (error) {
-      throw this.startupFailure(error, "bot");
-    }
     this.app.event("message", async ({ event }) => this.onMessage(event));
     // A channel mention arrives as both `message` and `app_mention` with the same ts: the inbox's
     // (channel, messageId) uniqueness turns the second into a duplicate, so it is answered once.
@@ -174,6 +170,24 @@ export class SlackChannel implements ChannelAdapter {
         messageId: message?.ts,
       });
     });
+    await this.connect(0);
+  }
+
+  /** Checks the bot token, then opens Socket Mode or the HTTP route; network trouble retries with back-off. */
+  private async connect(attempt: number): Promise<void> {
+    try {
+      await this.app.init();
+      const identity = await this.app.client.auth.test();
+      this.botUserId = String(identity.user_id ?? "");
+    } catch (error) {
+      const failure = this.startupFailure(error, "bot");
+      if (failure.code === "channel.slack.unauthorized" || this.stopped) throw failure;
+      this.status$.set("reconnecting", failure.message);
+      this.retryTimer = setTimeout(() => {
+        this.connect(attempt + 1).catch((inner) => this.status$.set("failed", errorMessage(inner)));
+      }, backoffDelay(attempt));
+      return;
+    }
     if (this.httpReceiver) {
       this.deps.http.route("POST", "/slack/events", this.httpReceiver.requestListener);
       this.status$.set("connected");
@@ -206,7 +220,7 @@ export class SlackChannel implements ChannelAdapter {
       return new MagpieError("channel.slack.unauthorized", message, { cause: error });
     }
     const message = `Cannot connect to Slack: ${errorMessage(error)}`;
-    this.status$.set(token === "bot" ? "failed" : "reconnecting", message);
+    this.status$.set("reconnecting", message);
     return new MagpieError("channel.slack.connect_failed", message, { cause: error });
   }
 
@@ -370,6 +384,8 @@ export class SlackChannel implements ChannelAdapter {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.socketReceiver?.stop();
     this.status$.set("stopped");
   }

@@ -113,7 +113,8 @@ export class TelegramChannel implements ChannelAdapter {
   /** getMe (token check), then polling or the webhook route; network trouble at start-up retries with back-off. */
   private async connect(attempt = 0): Promise<void> {
     try {
-      await this.bot.init();
+      // getMe directly, not bot.init(): init retries network errors forever and would block start-up.
+      this.bot.botInfo = await this.bot.api.getMe();
     } catch (error) {
       if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404)) {
         const message = `Telegram rejected the token (${error.error_code}). ${TOKEN_HINT}`;

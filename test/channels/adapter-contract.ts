@@ -255,6 +255,28 @@ export function runAdapterContract(name: string, makeDriver: () => Promise<Contr
       );
     });
 
+    it("starts while the platform is unreachable and connects once it is back", async () => {
+      await driver.dropConnections(true);
+      const late = driver.adapter();
+      const lateSink = new RecordingSink();
+      try {
+        await late.start(lateSink);
+        expect(late.status().state).toBe("reconnecting");
+        expect(late.status().detail).toBeTruthy();
+        await driver.dropConnections(false);
+        await waitFor(() => late.status().state === "connected", "connected after the outage", 15_000);
+        await adapter.stop();
+        await driver.sendDirect("first words");
+        await waitFor(
+          () => lateSink.messages.find((message) => message.text === "first words"),
+          "message",
+          10_000,
+        );
+      } finally {
+        await late.stop();
+      }
+    });
+
     it("reports stopped after stop()", async () => {
       await adapter.stop();
       expect(adapter.status().state).toBe("stopped");
