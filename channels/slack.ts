@@ -88,6 +88,7 @@ export class SlackChannel implements ChannelAdapter {
   private botUserId = "";
   private sink: InboundSink | null = null;
   private stopped = false;
+  private readonly userNames = new Map<string, string>();
   private retryTimer: NodeJS.Timeout | null = null;
   /** chat.postMessage allows about one message per second per channel (api.slack.com/apis/rate-limits). */
   private readonly pacer: Pacer | null;
@@ -234,8 +235,26 @@ export class SlackChannel implements ChannelAdapter {
     if (event.bot_id || !event.user || event.user === this.botUserId) return;
     if (event.subtype && IGNORED_SUBTYPES.has(event.subtype)) return;
     if (!event.channel || !event.ts) return;
+    const userName = await this.displayName(event.user);
     // Awaited: the socket receiver and the HTTP receiver acknowledge Slack only after this resolves.
-    await this.sink?.message(this.normalize(event));
+    await this.sink?.message({ ...this.normalize(event), userName });
+  }
+
+  /** The member's display name (users.info, cached); the user id when the lookup fails (no users:read scope). */
+  private async displayName(userId: string): Promise<string> {
+    const cached = this.userNames.get(userId);
+    if (cached) return cached;
+    try {
+      const result = await this.app.client.users.info({ user: userId });
+      const profile = result.user?.profile;
+      const name = profile?.display_name || profile?.real_name || result.user?.name || userId;
+      this.userNames.set(userId, name);
+      if (this.userNames.size > 5000) this.userNames.delete(this.userNames.keys().next().value!);
+      return name;
+    } catch (error) {
+      this.deps.logger.debug({ channel: this.name, err: errorMessage(error) }, "slack users.info failed");
+      return userId;
+    }
   }
 
   private normalize(event: SlackMessageEvent): InboundMessage {

@@ -181,7 +181,13 @@ describe("slack specifics", () => {
       }),
     );
     const inbound = await waitFor(() => sink.messages[0], "thread message");
-    expect(inbound).toMatchObject({ threadId: parent, mentionsBot: true, replyTo: { fromBot: true } });
+    expect(inbound).toMatchObject({
+      threadId: parent,
+      mentionsBot: true,
+      replyTo: { fromBot: true },
+      userName: "Alice",
+      userId: ALICE,
+    });
     await adapter.send(
       { channel: "slack", chatId: GROUP, threadId: inbound.threadId },
       { text: "**a** < b & [docs](https://x.test/a)" },

@@ -43,6 +43,8 @@ export class FakeSlack {
   private readonly socketServer: WebSocketServer;
   private port = 0;
   readonly files = new Map<string, Buffer>();
+  /** Display names users.info knows (user id → name); others answer user_not_found. */
+  readonly userNames = new Map<string, string>([["U0ALICE", "Alice"]]);
 
   constructor() {
     this.server = createServer((request, response) => {
@@ -188,6 +190,14 @@ export class FakeSlack {
           channel: body.channel,
           ts,
           message: { type: "message", text: body.text, ts, user: SLACK_BOT_USER },
+        });
+      }
+      case "users.info": {
+        const name = this.userNames.get(String(body.user));
+        if (!name) return sendJson(response, 200, { ok: false, error: "user_not_found" });
+        return sendJson(response, 200, {
+          ok: true,
+          user: { id: body.user, name: name.toLowerCase(), profile: { display_name: name, real_name: name } },
         });
       }
       case "chat.update":
