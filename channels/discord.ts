@@ -27,6 +27,7 @@ import type {
   SendResult,
 } from "../src/core/types.js";
 import { backoffDelay } from "./backoff.js";
+import { editedOrNull } from "./draft-edit.js";
 import { renderParts } from "./format/chunk.js";
 import type { ChannelDeps } from "./index.js";
 import { StatusTracker } from "./status-tracker.js";
@@ -250,13 +251,17 @@ export class DiscordChannel implements ChannelAdapter {
         allowed_mentions: { parse: [] },
         ...(isLast && message.buttons ? { components: components(message.buttons) } : {}),
       };
-      let id: string;
+      let id: string | null = null;
       if (index === 0 && message.editMessageId) {
-        await this.call(() =>
-          this.client.rest.patch(Routes.channelMessage(channelId, message.editMessageId!), { body }),
+        id = await editedOrNull(
+          () =>
+            this.call(() =>
+              this.client.rest.patch(Routes.channelMessage(channelId, message.editMessageId!), { body }),
+            ),
+          message.editMessageId,
         );
-        id = message.editMessageId;
-      } else {
+      }
+      if (id === null) {
         if (index === 0 && target.replyToMessageId) {
           body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
         }

@@ -15,6 +15,7 @@ import type {
   SendResult,
 } from "../src/core/types.js";
 import { backoffDelay } from "./backoff.js";
+import { editedOrNull } from "./draft-edit.js";
 import { chunkMarkdown, type RenderedPart, renderParts } from "./format/chunk.js";
 import { escapeText, renderMarkdown } from "./format/markdown.js";
 import { Pacer } from "./format/pacer.js";
@@ -302,11 +303,14 @@ export class SlackChannel implements ChannelAdapter {
     for (let index = progress?.partsSent ?? 0; index < parts.length; index++) {
       const part = parts[index]!;
       const buttons = index === parts.length - 1 ? message.buttons : undefined;
-      let id: string;
+      let id: string | null = null;
       if (index === 0 && message.editMessageId) {
-        await this.update(target.chatId, message.editMessageId, part, buttons, plain);
-        id = message.editMessageId;
-      } else {
+        id = await editedOrNull(
+          () => this.update(target.chatId, message.editMessageId!, part, buttons, plain),
+          message.editMessageId,
+        );
+      }
+      if (id === null) {
         await this.pacer?.wait(target.chatId);
         id = await this.post(target.chatId, threadTs, part, buttons, plain);
       }

@@ -15,6 +15,7 @@ import type {
 } from "../src/core/types.js";
 import { backoffDelay } from "./backoff.js";
 import { ButtonIdMap } from "./button-ids.js";
+import { editedOrNull } from "./draft-edit.js";
 import { renderParts } from "./format/chunk.js";
 import { renderMarkdown } from "./format/markdown.js";
 import { type Pacer, telegramPacer } from "./format/pacer.js";
@@ -209,11 +210,15 @@ export class TelegramChannel implements ChannelAdapter {
       const part = parts[index]!;
       const isLast = index === parts.length - 1;
       const keyboard = isLast && message.buttons ? this.keyboard(message.buttons) : undefined;
-      let id: string;
+      let id: string | null = null;
       if (index === 0 && message.editMessageId) {
-        await this.editText(target, platformMessageId(message.editMessageId), part, message.format, keyboard);
-        id = message.editMessageId;
-      } else {
+        id = await editedOrNull(
+          () =>
+            this.editText(target, platformMessageId(message.editMessageId!), part, message.format, keyboard),
+          message.editMessageId,
+        );
+      }
+      if (id === null) {
         await this.pacer?.wait(target.chatId);
         id = await this.sendText(target, part, message.format, keyboard, index === 0);
       }

@@ -37,6 +37,8 @@ export interface ContractDriver {
   /** Messages successfully delivered (failed attempts excluded), in order. */
   sent(): SentRecord[];
   failNextSend(kind: "rate-limit" | "formatting"): void;
+  /** The next edit fails because the message is gone (a permanent refusal). */
+  failNextEdit(): void;
   /** Presses the button with `buttonId` on the last sent message, as the test user. */
   pressButton(buttonId: string): Promise<void>;
   typingCount(): number;
@@ -231,6 +233,17 @@ export function runAdapterContract(name: string, makeDriver: () => Promise<Contr
       expect(result.messageIds[0]).toBe(messageIds[0]);
       expect(driver.sent()).toHaveLength(1);
       expect(driver.edits().at(-1)?.text).toContain("the final answer");
+    });
+
+    it("sends anew when the draft to finalize can no longer be edited", async () => {
+      const { messageIds } = await adapter.send(dmTarget(), { text: "draft…" });
+      driver.failNextEdit();
+      const result = await adapter.send(dmTarget(), {
+        text: "the final answer",
+        editMessageId: messageIds[0],
+      });
+      expect(result.messageIds[0]).not.toBe(messageIds[0]);
+      expect(driver.sent().map((sent) => sent.text)).toEqual(["draft…", "the final answer"]);
     });
 
     it("refuses a wrong token at start-up with an error naming the key", async () => {

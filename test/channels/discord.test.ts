@@ -63,6 +63,11 @@ runAdapterContract("discord", async () => {
         { message: "You are being rate limited.", retry_after: 0.05, global: false },
         { "retry-after": "0.05" },
       ),
+    failNextEdit: () =>
+      fake.failNext("PATCH", /^\/channels\/\d+\/messages\/\d+$/, 404, {
+        message: "Unknown Message",
+        code: 10008,
+      }),
     pressButton: async (buttonId) => {
       const last = fake.callsOf("POST", MESSAGES).at(-1)!;
       fake.pressButton(buttonId, "500000000000000999", last.path.split("/")[2]!);

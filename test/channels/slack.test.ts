@@ -65,6 +65,7 @@ runAdapterContract("slack", async () => {
         buttons: buttonValues(call.body),
       })),
     failNextSend: () => fake.failNext("chat.postMessage", 429, "ratelimited", 1),
+    failNextEdit: () => fake.failNext("chat.update", 200, "message_not_found"),
     pressButton: async (buttonId) => {
       const last = fake.callsOf("chat.postMessage").at(-1)!;
       fake.sendEnvelope("interactive", {

@@ -72,6 +72,7 @@ runAdapterContract("telegram", async () => {
             400,
             'Bad Request: can\'t parse entities: Unsupported start tag "x" at byte offset 5',
           ),
+    failNextEdit: () => fake.failNext("editMessageText", 400, "Bad Request: message to edit not found"),
     pressButton: async (buttonId) => {
       const last = fake
         .callsOf("sendMessage")
