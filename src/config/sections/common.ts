@@ -13,7 +13,19 @@ export function describeInput(input: unknown): string {
 }
 
 /** A platform id written as a string or a number in YAML; always a string inside Magpie. */
-export const idSchema = z.union([z.string().min(1), z.number().int()]).transform((value) => String(value));
+export const idSchema = z
+  .union([
+    z.string().min(1),
+    // Discord snowflakes exceed 2^53: as YAML numbers they silently lose digits and match nobody.
+    z
+      .number()
+      .int()
+      .refine(
+        Number.isSafeInteger,
+        'this id is too long for a YAML number — quote it ("123…") so no digits are lost',
+      ),
+  ])
+  .transform((value) => String(value));
 
 /** A list of ids with an error that says what was expected. */
 export function idListSchema(what: string) {
