@@ -2,6 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { parseConfig } from "../../src/config/load.js";
 
 describe("access config", () => {
@@ -9,7 +10,7 @@ describe("access config", () => {
 
   it("refuses a Discord id written as a YAML number that lost digits, naming the key", () => {
     expect(() =>
-      parseConfig({ channels: { discord: { allowFrom: [100000000000000001] } } }, { env: {}, cwd }),
+      parseConfig(parse("channels:\n  discord:\n    allowFrom: [100000000000000001]\n"), { env: {}, cwd }),
     ).toThrow(/channels\.discord\.allowFrom\[0\].*quote it/);
   });
 
