@@ -20,5 +20,7 @@ export const accessFeature: MagpieFeature = {
     });
     app.commands.register(pairCommand({ pairing, access, messenger: app.messenger }));
     app.services.pairing = pairing;
+    // The attachment_save tool downloads through the adapter a message came from.
+    app.services.channels = app.channels;
   },
 };

@@ -1,11 +1,12 @@
 import { applyPatchTool } from "./apply-patch.js";
-import type { Tool } from "./define-tool.js";
+import { attachmentSaveTool } from "./attachment-save.js";
 import { cronAddTool } from "./cron-add.js";
 import { cronListTool } from "./cron-list.js";
 import { cronRemoveTool } from "./cron-remove.js";
 import { cronRunTool } from "./cron-run.js";
 import { cronRunsTool } from "./cron-runs.js";
 import { cronUpdateTool } from "./cron-update.js";
+import type { Tool } from "./define-tool.js";
 import { fileAppendTool } from "./file-append.js";
 import { fileEditTool } from "./file-edit.js";
 import { fileFindTool } from "./file-find.js";
@@ -59,4 +60,5 @@ export const builtinTools: Tool[] = [
   cronUpdateTool as Tool,
   messageTool as Tool,
   pushoverTool as Tool,
+  attachmentSaveTool as Tool,
 ];

@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { MagpieFeature } from "../../src/app/feature.js";
 import type { ConfigInput } from "../../src/config/schema.js";
@@ -300,6 +302,40 @@ describe("end to end: Telegram", () => {
     await waitFor(() => telegram.acknowledgedOffset > last, "presses handled");
     expect(presses).toEqual([`${OWNER.id}:approve:owner`]);
     expect(telegram.callsOf("answerCallbackQuery")).toHaveLength(3);
+  });
+
+  it("the agent saves an attachment the user sent into the workspace (attachment_save)", async () => {
+    const { telegram, testApp, llm } = await telegramApp();
+    telegram.files.set("DOC1", { path: "documents/notes.txt", content: Buffer.from("disk is 91% full") });
+    llm.script(
+      reply.toolCalls([{ name: "attachment_save", arguments: {} }], (body) => {
+        expect(body.messages.at(-1)?.content).toContain(
+          '[attachment: file "notes.txt" (text/plain, 16 bytes)]',
+        );
+      }),
+      reply.text("Saved it.", (body) => {
+        const result = JSON.parse(String(body.messages.at(-1)?.content));
+        expect(result).toMatchObject({ ok: true, path: "attachments/notes.txt", bytes: 16 });
+      }),
+    );
+    telegram.pushMessage({
+      chat: { id: OWNER.id, type: "private" },
+      from: OWNER,
+      extra: {
+        caption: "keep this",
+        document: {
+          file_id: "DOC1",
+          file_unique_id: "u",
+          file_name: "notes.txt",
+          mime_type: "text/plain",
+          file_size: 16,
+        },
+      },
+    });
+    await waitFor(() => telegram.sentTexts().includes("Saved it."), "the answer");
+    const saved = readFileSync(path.join(testApp.config.workspace, "attachments", "notes.txt"), "utf8");
+    expect(saved).toBe("disk is 91% full");
+    llm.assertDone();
   });
 
   it("a wrong token stops start-up with an error naming TELEGRAM_BOT_TOKEN", async () => {
