@@ -8,6 +8,7 @@ import {
   HTTPError,
   type Interaction,
   type Message,
+  Options,
   Partials,
   RateLimitError,
   Routes,
@@ -84,6 +85,17 @@ export class DiscordChannel implements ChannelAdapter {
         retries: 1,
       },
       allowedMentions: { parse: [] },
+      // Magpie reads everything it needs from each event: no message, presence or reaction caches that grow
+      // for days on a small box.
+      makeCache: Options.cacheWithLimits({
+        ...Options.DefaultMakeCacheSettings,
+        MessageManager: 0,
+        PresenceManager: 0,
+        ReactionManager: 0,
+        GuildEmojiManager: 0,
+        GuildStickerManager: 0,
+        VoiceStateManager: 0,
+      }),
     });
   }
 
