@@ -6,11 +6,11 @@ import { normalize } from "./vector-math.js";
 /** Turns texts into unit-length vectors. `model` tags stored vectors so a model change is detected. */
 export interface Embedder {
   readonly model: string;
-  /** One vector per text, in order. `purpose: "query"` calls are latency-sensitive (before a turn). */
-  embed(
-    texts: string[],
-    options?: { purpose?: "document" | "query"; signal?: AbortSignal },
-  ): Promise<Float32Array[]>;
+  /**
+   * One unit vector per text, in order. `interactive` calls have someone waiting (a turn, a tool call):
+   * they give up sooner and don't retry; what they miss is embedded later in the background.
+   */
+  embed(texts: string[], options?: { interactive?: boolean; signal?: AbortSignal }): Promise<Float32Array[]>;
 }
 
 export interface OpenAiEmbedderOptions {
@@ -27,8 +27,8 @@ const embeddingResponseSchema = z.object({
   data: z.array(z.object({ index: z.number().int().min(0), embedding: z.array(z.number()) })),
 });
 
-/** A query is embedded before every turn: don't let a slow endpoint hold the turn for the full LLM timeout. */
-const QUERY_TIMEOUT_MS = 10_000;
+/** Someone is waiting: don't let a slow endpoint hold a turn for the full LLM timeout. */
+const INTERACTIVE_TIMEOUT_MS = 10_000;
 
 /** Embeddings through any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, llama.cpp, vLLM …). */
 export class OpenAiEmbedder implements Embedder {
@@ -50,17 +50,16 @@ export class OpenAiEmbedder implements Embedder {
 
   async embed(
     texts: string[],
-    options: { purpose?: "document" | "query"; signal?: AbortSignal } = {},
+    options: { interactive?: boolean; signal?: AbortSignal } = {},
   ): Promise<Float32Array[]> {
     const vectors: Float32Array[] = [];
-    const requestOptions =
-      options.purpose === "query"
-        ? {
-            signal: options.signal,
-            timeout: Math.min(QUERY_TIMEOUT_MS, this.options.timeoutMs),
-            maxRetries: 0,
-          }
-        : { signal: options.signal };
+    const requestOptions = options.interactive
+      ? {
+          signal: options.signal,
+          timeout: Math.min(INTERACTIVE_TIMEOUT_MS, this.options.timeoutMs),
+          maxRetries: 0,
+        }
+      : { signal: options.signal };
     for (let start = 0; start < texts.length; start += this.batchSize) {
       const batch = texts.slice(start, start + this.batchSize);
       const response = await this.client.embeddings.create(

@@ -36,7 +36,7 @@ export class EmbeddingSync {
   }
 
   /** Embeds what needs it among `records`; throws when the endpoint fails. */
-  async embedRecords(records: MemoryRecord[]): Promise<void> {
+  async embedRecords(records: MemoryRecord[], options: { interactive?: boolean } = {}): Promise<void> {
     const model = this.embedder.model;
     const todo: Array<{ record: MemoryRecord; hash: string }> = [];
     for (const record of records) {
@@ -50,7 +50,10 @@ export class EmbeddingSync {
     if (todo.length === 0) return;
     for (const item of todo) this.inFlight.add(item.record.id);
     try {
-      const vectors = await this.embedder.embed(todo.map((item) => item.record.content));
+      const vectors = await this.embedder.embed(
+        todo.map((item) => item.record.content),
+        options,
+      );
       this.repository.transaction(() => {
         todo.forEach((item, position) => {
           const vector = vectors[position];

@@ -74,7 +74,7 @@ export class MemoryService {
     // A changed text lost its old vector in the upsert; drop it from the in-memory index too.
     if (!this.repository.vectorMeta(record.id)) this.indexes.removed(record.agent, record.id);
     try {
-      await this.sync.embedRecords([record]);
+      await this.sync.embedRecords([record], { interactive: true });
       return { memory: record, created, indexed: "keyword+vector" };
     } catch (error) {
       this.logger.warn(
@@ -232,7 +232,7 @@ export class MemoryService {
   ): Promise<Array<{ id: number; similarity: number }>> {
     const sync = this.sync;
     if (!sync) return [];
-    const [vector] = await sync.embedder.embed([query], { purpose: "query", signal });
+    const [vector] = await sync.embedder.embed([query], { interactive: true, signal });
     if (!vector) return [];
     sync.learnDimensions(vector.length);
     const index = this.indexes.get(agent, sync.model, vector.length);
