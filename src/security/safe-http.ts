@@ -1,8 +1,7 @@
 import dns from "node:dns/promises";
-import { type Dispatcher, request } from "undici";
+import type { Dispatcher } from "undici";
 import { ToolError } from "../tools/define-tool.js";
 import { GuardRefusal } from "./guard-refusal.js";
-import { pinnedAgent } from "./pinned-agent.js";
 import { readCapped } from "./read-capped.js";
 import { addressProblem, isIpLiteral, isLocalHostname, normalizeHostname } from "./ssrf-address.js";
 
@@ -161,6 +160,8 @@ export class SafeHttpClient {
     const signal = input.signal
       ? AbortSignal.any([input.signal, AbortSignal.timeout(input.timeoutMs)])
       : AbortSignal.timeout(input.timeoutMs);
+    // undici and the pinned agent load on the first request, not at start-up.
+    const [{ request }, { pinnedAgent }] = await Promise.all([import("undici"), import("./pinned-agent.js")]);
     for (;;) {
       const { url, address } = await this.resolveTarget(currentUrl, input.allowedDomains);
       const dispatcher = pinnedAgent(address, input.timeoutMs);

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { defineTool, ToolError } from "./define-tool.js";
-import { htmlToReadable } from "./web/html-to-text.js";
 import { safeHttpOf } from "./web/safe-http-of.js";
 
 /** Raw bytes read from a page before extraction. */
@@ -49,6 +48,7 @@ export const webFetchTool = defineTool({
       /html|xml/i.test(contentType) ||
       (!contentType && /<html|<body|<!doctype html/i.test(raw.slice(0, 2000)))
     ) {
+      const { htmlToReadable } = await import("./web/html-to-text.js");
       ({ title, text } = htmlToReadable(raw, response.finalUrl));
     } else if (/^text\/|json|javascript|csv|yaml/i.test(contentType) || !contentType) {
       text = raw;

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { defineTool } from "./define-tool.js";
-import { WebSearchClient } from "./web/web-search-client.js";
+import type { WebSearchClient } from "./web/web-search-client.js";
 
-const defaultClient = new WebSearchClient();
+let defaultClient: WebSearchClient | undefined;
 
 export const webSearchTool = defineTool({
   name: "web_search",
@@ -14,7 +14,10 @@ export const webSearchTool = defineTool({
   }),
   risk: "low",
   async execute(input, context) {
+    // The client (and cheerio behind it) loads on the first search, not at start-up.
+    const { WebSearchClient } = await import("./web/web-search-client.js");
     const provided = context.services.webSearch;
+    defaultClient ??= new WebSearchClient();
     const client = provided instanceof WebSearchClient ? provided : defaultClient;
     const { provider, results } = await client.search(
       input.query,

@@ -1,6 +1,5 @@
 import fs from "node:fs/promises";
 import path from "node:path";
-import { imageSize } from "image-size";
 
 const IMAGE_EXTENSIONS = new Set([
   ".png",
@@ -35,6 +34,7 @@ export async function describeImage(file: string): Promise<ImageDescription> {
     // Headers of every supported format fit in the first 512 KB (JPEG can need more than a few bytes).
     const buffer = Buffer.alloc(512 * 1024);
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    const { imageSize } = await import("image-size");
     const result = imageSize(buffer.subarray(0, bytesRead));
     return { format: result.type ?? null, width: result.width ?? null, height: result.height ?? null };
   } catch {

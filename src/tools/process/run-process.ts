@@ -1,5 +1,3 @@
-import { execa } from "execa";
-
 export interface RunProcessOptions {
   file: string;
   args: string[];
@@ -67,6 +65,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRes
   // Each stream keeps at most maxOutputBytes; the rest is drained and counted so the child never blocks on a full pipe.
   const stdout = new CappedBuffer(options.maxOutputBytes);
   const stderr = new CappedBuffer(options.maxOutputBytes);
+  const { execa } = await import("execa");
   const subprocess = execa(options.file, options.args, {
     cwd: options.cwd,
     env: options.env,
