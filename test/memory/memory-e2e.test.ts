@@ -63,6 +63,32 @@ describe("memory in a running app", () => {
     expect(listing[3]!.message.text).toContain("owner.coffee");
   });
 
+  it("keeps the compaction summary as a conversation memory that is recalled after /reset", async () => {
+    harness = await startTestApp({ features: [memoryFeature], config: { agent: { historyTokens: 100 } } });
+    const { llm, channel, app } = harness;
+    const long = "x".repeat(200);
+    llm!.script(
+      reply.text(`Sure ${long}`),
+      reply.text("SUMMARY: the owner planned a trip to Trondheim in June."),
+    );
+    await channel!.receive(`Plan my Trondheim trip ${long}`);
+    await channel!.waitForSent(1);
+    await app.router.queues.idle();
+
+    await channel!.receive("/reset");
+    await channel!.waitForSent(2);
+    llm!.script(
+      reply.text("In June.", (body) => {
+        expect(body.messages[0]!.content).toMatch(
+          /conversation:test:chat-1:[^ ]+ \(conversation, [\d-]+\): SUMMARY: the owner planned a trip to Trondheim/,
+        );
+      }),
+    );
+    await channel!.receive("When was the Trondheim trip again?");
+    await channel!.waitForSent(3);
+    llm!.assertDone();
+  });
+
   it("/remember, /memory and /forget work with no LLM configured", async () => {
     harness = await startTestApp({ features: [memoryFeature], llm: false });
     const { channel } = harness;
