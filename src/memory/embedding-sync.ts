@@ -21,6 +21,8 @@ export class EmbeddingSync {
   private backfill: Promise<void> | null = null;
   private backfillAgain = false;
   private stopped = false;
+  /** An embedding call failed since the last backfill: memories may lack vectors. */
+  private missedSome = false;
   /** Memories being embedded right now; the backfill leaves them to that call. */
   private readonly inFlight = new Set<number>();
 
@@ -50,7 +52,7 @@ export class EmbeddingSync {
     if (todo.length === 0) return;
     for (const item of todo) this.inFlight.add(item.record.id);
     try {
-      const vectors = await this.embedder.embed(
+      const vectors = await this.embedCalled(
         todo.map((item) => item.record.content),
         options,
       );
@@ -67,6 +69,25 @@ export class EmbeddingSync {
     } finally {
       for (const item of todo) this.inFlight.delete(item.record.id);
     }
+  }
+
+  /** Embeds through the embedder, remembering a failure so the next success starts a catch-up backfill. */
+  async embedCalled(
+    texts: string[],
+    options: { interactive?: boolean; signal?: AbortSignal } = {},
+  ): Promise<Float32Array[]> {
+    let vectors: Float32Array[];
+    try {
+      vectors = await this.embedder.embed(texts, options);
+    } catch (error) {
+      this.missedSome = true;
+      throw error;
+    }
+    if (this.missedSome && !this.backfill) {
+      this.missedSome = false;
+      this.scheduleBackfill();
+    }
+    return vectors;
   }
 
   /** Records the dimension count seen in a model answer; a change starts re-embedding in the background. */
@@ -125,22 +146,20 @@ export class EmbeddingSync {
   private async runBackfill(): Promise<void> {
     // Let the caller's turn go first.
     await new Promise((resolve) => setImmediate(resolve));
-    let previousFirstId = -1;
+    let afterId = 0;
     while (!this.stopped) {
-      const batch = this.repository
-        .staleForEmbedding(this.embedder.model, this.dimensions, BACKFILL_BATCH)
-        .filter((record) => !this.inFlight.has(record.id));
+      const batch = this.repository.staleForEmbedding(
+        this.embedder.model,
+        this.dimensions,
+        afterId,
+        BACKFILL_BATCH,
+      );
       if (batch.length === 0) return;
-      if (batch[0]!.id === previousFirstId) {
-        this.logger.warn(
-          { code: "memory.backfill_stuck", memoryId: previousFirstId },
-          "Memory re-embedding made no progress; stopping",
-        );
-        return;
-      }
-      previousFirstId = batch[0]!.id;
+      afterId = batch[batch.length - 1]!.id;
+      // Memories being embedded by a store call right now are left to that call.
+      const todo = batch.filter((record) => !this.inFlight.has(record.id));
       try {
-        await this.embedRecords(batch);
+        if (todo.length > 0) await this.embedRecords(todo);
       } catch (error) {
         this.logger.warn(
           { code: "memory.embedding_failed", err: error, model: this.embedder.model },

@@ -218,14 +218,20 @@ export class MemoryRepository {
 
   /**
    * Memories whose vector is missing or was made by another model or with other dimensions
-   * (`dimensions` null: any dimension count of `model` is fine). Oldest first.
+   * (`dimensions` null: any dimension count of `model` is fine), with ids after `afterId` (a cursor, so
+   * one pass over a large store stays linear). Oldest first.
    */
-  staleForEmbedding(model: string, dimensions: number | null, limit: number): MemoryRecord[] {
+  staleForEmbedding(
+    model: string,
+    dimensions: number | null,
+    afterId: number,
+    limit: number,
+  ): MemoryRecord[] {
     const rows = this.sql(
       `SELECT m.* FROM memories m LEFT JOIN memory_vectors v ON v.memory_id = m.id
-         WHERE v.memory_id IS NULL OR v.model != ? OR (? IS NOT NULL AND v.dimensions != ?)
+         WHERE m.id > ? AND (v.memory_id IS NULL OR v.model != ? OR (? IS NOT NULL AND v.dimensions != ?))
          ORDER BY m.id LIMIT ?`,
-    ).all(model, dimensions, dimensions, limit) as MemoryRow[];
+    ).all(afterId, model, dimensions, dimensions, limit) as MemoryRow[];
     return rows.map(toRecord);
   }
 }

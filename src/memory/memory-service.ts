@@ -232,7 +232,7 @@ export class MemoryService {
   ): Promise<Array<{ id: number; similarity: number }>> {
     const sync = this.sync;
     if (!sync) return [];
-    const [vector] = await sync.embedder.embed([query], { interactive: true, signal });
+    const [vector] = await sync.embedCalled([query], { interactive: true, signal });
     if (!vector) return [];
     sync.learnDimensions(vector.length);
     const index = this.indexes.get(agent, sync.model, vector.length);

@@ -238,8 +238,9 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
     expect(recall.hits[0]!.memory.key).toBe("wifi");
     expect(lines.some((line) => line.level === 40 && line.code === "memory.embedding_failed")).toBe(true);
 
+    // The endpoint is back: the next successful call starts embedding what was missed.
     fake.embeddingStatus = null;
-    memory.startBackgroundIndexing();
+    expect((await memory.recall({ agent: "main", query: "guest wifi name" })).mode).toBe("hybrid");
     await memory.idle();
     expect(memory.repository.vectorMeta(memory.get("main", "wifi")!.id)).toMatchObject({
       model: "embed-small",
