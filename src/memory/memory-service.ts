@@ -50,10 +50,6 @@ export class MemoryService {
       : null;
   }
 
-  get hasEmbeddings(): boolean {
-    return this.sync !== null;
-  }
-
   /** Upserts `key`; waits for its embedding (a failure is logged and left to the background backfill). */
   async store(input: {
     agent: string;

@@ -39,8 +39,4 @@ export class VectorIndexes {
   removed(agent: string, memoryId: number): void {
     for (const entry of this.indexes.values()) if (entry.agent === agent) entry.index.delete(memoryId);
   }
-
-  clear(): void {
-    this.indexes.clear();
-  }
 }
