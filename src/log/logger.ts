@@ -1,10 +1,12 @@
-import { type Logger, pino } from "pino";
-import type { Redactor } from "../security/redact.js";
+import { createRequire } from "node:module";
+import { type Logger, type LoggerOptions as PinoOptions, pino } from "pino";
+import { Redactor } from "../security/redact.js";
 
 export type { Logger };
 
 export interface LoggerOptions {
   level?: string;
+  /** Secret values to remove from every line (an empty redactor when omitted). */
   redactor?: Redactor;
   /** Pretty, colored lines (default: when stdout is a TTY). */
   pretty?: boolean;
@@ -13,41 +15,31 @@ export interface LoggerOptions {
 
 /** pino logger: JSON lines, or pretty output in a terminal; secrets redacted from every line. */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const level = options.level ?? process.env.LOG_LEVEL ?? "info";
-  const redactor = options.redactor;
-  const pretty = options.pretty ?? Boolean(process.stdout.isTTY);
-  const pinoOptions = {
-    level,
+  const redactor = options.redactor ?? new Redactor();
+  const pinoOptions: PinoOptions = {
+    level: options.level ?? process.env.LOG_LEVEL ?? "info",
     base: undefined,
     redact: {
       paths: ["token", "apiKey", "*.token", "*.apiKey", "*.botToken", "*.appToken", "*.signingSecret", "raw"],
       censor: "[REDACTED]",
     },
-    hooks: redactor
-      ? {
-          logMethod(this: Logger, args: unknown[], method: (...a: unknown[]) => void) {
-            method.apply(
-              this,
-              args.map((arg) => (typeof arg === "string" ? redactor.redact(arg) : arg)),
-            );
-          },
-        }
-      : undefined,
-    formatters: redactor
-      ? {
-          log: (object: Record<string, unknown>) => redactor.redactDeep(serializeErrors(object)),
-        }
-      : undefined,
+    hooks: {
+      logMethod(args, method) {
+        const cleaned = args.map((arg) => (typeof arg === "string" ? redactor.redact(arg) : arg));
+        method.apply(this, cleaned as Parameters<typeof method>);
+      },
+    },
+    formatters: {
+      log: (object) => redactor.redactDeep(serializeErrors(object)),
+    },
   };
-  if (pretty && !options.destination) {
-    // Synchronous in-process pretty printing: no worker thread on a small box.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const stream = loadPretty();
-    if (stream) return pino(pinoOptions, stream);
-  }
-  return options.destination ? pino(pinoOptions, options.destination as never) : pino(pinoOptions);
+  if (options.destination) return pino(pinoOptions, options.destination as never);
+  const pretty = options.pretty ?? Boolean(process.stdout.isTTY);
+  const stream = pretty ? prettyStream() : null;
+  return stream ? pino(pinoOptions, stream) : pino(pinoOptions);
 }
 
+/** Error objects as plain data, so the redactor can reach their messages. */
 function serializeErrors(object: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(object)) {
@@ -57,25 +49,16 @@ function serializeErrors(object: Record<string, unknown>): Record<string, unknow
   return out;
 }
 
-let prettyFactory: ((options: object) => NodeJS.WritableStream) | null | undefined;
-
-function loadPretty(): NodeJS.WritableStream | null {
-  if (prettyFactory === undefined) {
-    try {
-      prettyFactory = createRequireSafe()("pino-pretty") as (options: object) => NodeJS.WritableStream;
-    } catch {
-      prettyFactory = null;
-    }
+/** Synchronous in-process pretty printing (no worker thread on a small box); loaded only in a terminal. */
+function prettyStream(): NodeJS.WritableStream | null {
+  try {
+    const pretty = createRequire(import.meta.url)("pino-pretty") as (
+      options: object,
+    ) => NodeJS.WritableStream;
+    return pretty({ colorize: true, translateTime: "HH:MM:ss", ignore: "pid,hostname" });
+  } catch {
+    return null;
   }
-  return prettyFactory
-    ? prettyFactory({ colorize: true, translateTime: "HH:MM:ss", ignore: "pid,hostname" })
-    : null;
-}
-
-import { createRequire } from "node:module";
-
-function createRequireSafe(): NodeJS.Require {
-  return createRequire(import.meta.url);
 }
 
 /** A logger that writes nothing (tests, CLI sub-commands). */

@@ -1,4 +1,4 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { z } from "zod";
 import { MagpieError } from "../core/errors.js";
 import { normalize } from "./vector-math.js";
@@ -33,19 +33,27 @@ const INTERACTIVE_TIMEOUT_MS = 10_000;
 /** Embeddings through any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, llama.cpp, vLLM …). */
 export class OpenAiEmbedder implements Embedder {
   readonly model: string;
-  private readonly client: OpenAI;
+  private client: Promise<OpenAI> | undefined;
   private readonly batchSize: number;
 
   constructor(private readonly options: OpenAiEmbedderOptions) {
     this.model = options.model;
     this.batchSize = options.batchSize ?? 64;
-    this.client = new OpenAI({
-      // Local servers accept any key; the SDK insists on one.
-      apiKey: options.apiKey ?? "not-needed",
-      baseURL: options.baseUrl,
-      timeout: options.timeoutMs,
-      maxRetries: options.maxRetries,
-    });
+  }
+
+  /** The SDK loads on the first embedding request, not at start-up. */
+  private sdk(): Promise<OpenAI> {
+    this.client ??= import("openai").then(
+      ({ default: OpenAIClient }) =>
+        new OpenAIClient({
+          // Local servers accept any key; the SDK insists on one.
+          apiKey: this.options.apiKey ?? "not-needed",
+          baseURL: this.options.baseUrl,
+          timeout: this.options.timeoutMs,
+          maxRetries: this.options.maxRetries,
+        }),
+    );
+    return this.client;
   }
 
   async embed(
@@ -62,7 +70,7 @@ export class OpenAiEmbedder implements Embedder {
       : { signal: options.signal };
     for (let start = 0; start < texts.length; start += this.batchSize) {
       const batch = texts.slice(start, start + this.batchSize);
-      const response = await this.client.embeddings.create(
+      const response = await (await this.sdk()).embeddings.create(
         // "float" explicitly: several compatible servers ignore the SDK's default base64 request.
         { model: this.model, input: batch, encoding_format: "float" },
         requestOptions,

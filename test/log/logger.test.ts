@@ -29,3 +29,17 @@ describe("logger", () => {
     expect(lines.every((line) => JSON.parse(line))).toBeTruthy();
   });
 });
+
+describe("logger without a redactor", () => {
+  it("still logs (an empty redactor is used)", () => {
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    createLogger({ destination }).info({ n: 1 }, "plain");
+    expect(JSON.parse(lines[0]!)).toMatchObject({ n: 1, msg: "plain" });
+  });
+});

@@ -26,7 +26,9 @@ describe("sign-code index", () => {
   it("finds the exact nearest code when the whole set is scanned", () => {
     const vectors = randomVectors(40, 384); // ≤ limit × 10: a single, exact pass
     const index = new SignCodeIndex(384);
-    vectors.forEach((vector, id) => index.set(id, vector));
+    vectors.forEach((vector, id) => {
+      index.set(id, vector);
+    });
     const query = vectors[17]!;
     const result = index.nearest(query, 5);
     expect(result[0]).toEqual({ id: 17, distance: 0 });
@@ -41,7 +43,9 @@ describe("sign-code index", () => {
   it("keeps the nearest through the two-stage scan on a large set", () => {
     const vectors = randomVectors(5000, 384, 7);
     const index = new SignCodeIndex(384);
-    vectors.forEach((vector, id) => index.set(id, vector));
+    vectors.forEach((vector, id) => {
+      index.set(id, vector);
+    });
     for (const target of [3, 1234, 4999]) expect(index.nearest(vectors[target]!, 20)[0]!.id).toBe(target);
     expect(index.nearest(vectors[0]!, 20)).toHaveLength(20);
   });
@@ -49,7 +53,9 @@ describe("sign-code index", () => {
   it("replaces and deletes entries (swap-remove keeps the rest findable)", () => {
     const vectors = randomVectors(10, 64, 3);
     const index = new SignCodeIndex(64, 2);
-    vectors.forEach((vector, id) => index.set(id, vector));
+    vectors.forEach((vector, id) => {
+      index.set(id, vector);
+    });
     index.delete(0);
     index.delete(5);
     expect(index.size).toBe(8);
