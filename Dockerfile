@@ -8,7 +8,6 @@ RUN npm ci --no-fund --no-audit
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY channels ./channels
-COPY bench ./bench
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim

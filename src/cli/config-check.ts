@@ -1,3 +1,4 @@
+import { enabledChatChannels } from "../../channels/index.js";
 import type { CliEnv } from "./cli-env.js";
 
 /** `magpie config check`: validates the configuration without starting; lists every problem by key path. */
@@ -7,11 +8,7 @@ export async function runConfigCommand(argv: string[], env: CliEnv): Promise<num
     return 2;
   }
   const config = env.loadConfig();
-  const channels = (["telegram", "discord", "slack"] as const).filter((name) => {
-    const channel = config.channels[name];
-    const token = name === "slack" ? config.channels.slack.botToken : (channel as { token?: string }).token;
-    return channel.enabled ?? Boolean(token);
-  });
+  const channels = enabledChatChannels(config);
   const llm =
     config.llm.apiKey || config.llm.baseUrl
       ? `${config.llm.model} at ${config.llm.baseUrl ?? "api.openai.com"}`

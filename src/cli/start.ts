@@ -1,3 +1,4 @@
+import { enabledChatChannels } from "../../channels/index.js";
 import { MagpieApp } from "../app/app.js";
 import { createLogger } from "../log/logger.js";
 import { createRedactor } from "../security/redact.js";
@@ -8,11 +9,7 @@ const FORCE_EXIT_MS = 10_000;
 /** `magpie start` / `magpie chat`: runs in the foreground until SIGTERM/SIGINT (or Ctrl-D in chat). */
 export async function runStart({ env, mode }: { env: CliEnv; mode: "start" | "chat" }): Promise<number> {
   const config = env.loadConfig();
-  const chatChannels = (["telegram", "discord", "slack"] as const).some((name) => {
-    const channel = config.channels[name];
-    const token = name === "slack" ? config.channels.slack.botToken : (channel as { token?: string }).token;
-    return channel.enabled ?? Boolean(token);
-  });
+  const chatChannels = enabledChatChannels(config).length > 0;
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
   const useConsole = mode === "chat" || (config.channels.console.enabled ?? (interactive && !chatChannels));
   const redactor = createRedactor(config);
