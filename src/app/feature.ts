@@ -5,6 +5,7 @@ import type { AccessControl } from "../core/access.js";
 import type { ApprovalGate } from "../core/approvals.js";
 import type { CommandRegistry } from "../core/commands.js";
 import type { AgentHooks } from "../core/hooks.js";
+import type { IsolatedRunInput, IsolatedRunResult } from "../core/router.js";
 import type { ButtonHandler, ChannelAdapter, OutboundMessage, ReplyTarget } from "../core/types.js";
 import type { ChatModel } from "../llm/types.js";
 import type { Redactor } from "../security/redact.js";
@@ -29,17 +30,8 @@ export interface Messenger {
 
 /** Runs an agent turn outside any chat session (scheduled prompts, delegation). */
 export interface AgentRunner {
-  run(input: {
-    agent?: string;
-    prompt: string;
-    /** Session used for history; a fresh one per call keeps runs independent. */
-    sessionKey: string;
-    /** Where tool calls such as `message` default to. */
-    target: ReplyTarget;
-    toolSet?: string | string[];
-    signal?: AbortSignal;
-    depth?: number;
-  }): Promise<{ ok: boolean; text: string }>;
+  /** `agent` names a configured agent (default: the default agent). */
+  run(input: IsolatedRunInput & { agent?: string }): Promise<IsolatedRunResult>;
 }
 
 export type { ButtonHandler };

@@ -56,6 +56,23 @@ export interface RouterOptions {
 
 const TYPING_INTERVAL_MS = 4_000;
 
+/** A prompt run as an agent turn outside the chat queue. */
+export interface IsolatedRunInput {
+  prompt: string;
+  /** Session used for history; a fresh one per call keeps runs independent. */
+  sessionKey: string;
+  /** Where tool calls such as `message` default to. */
+  target: ReplyTarget;
+  toolSet?: string | string[];
+  signal?: AbortSignal;
+  depth?: number;
+}
+
+export interface IsolatedRunResult {
+  ok: boolean;
+  text: string;
+}
+
 /**
  * The message hub: access control → inbox (dedupe) → slash commands or the per-session queue → agent turn →
  * outbox. Implements the adapters' InboundSink.
@@ -166,15 +183,7 @@ export class Router implements InboundSink {
   }
 
   /** Runs one prompt as an agent turn outside the chat queue (scheduled prompts, delegation). */
-  async runIsolated(input: {
-    agent: AgentProfile;
-    prompt: string;
-    sessionKey: string;
-    target: ReplyTarget;
-    toolSet?: string | string[];
-    signal?: AbortSignal;
-    depth?: number;
-  }): Promise<{ ok: boolean; text: string }> {
+  async runIsolated(input: IsolatedRunInput & { agent: AgentProfile }): Promise<IsolatedRunResult> {
     if (!this.options.model) return { ok: false, text: NO_LLM_REPLY };
     const { store } = this.options;
     store.history.ensureSession(input.sessionKey, input.agent.name, this.options.clock.now());
