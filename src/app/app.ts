@@ -57,6 +57,7 @@ const consoleOnlyAccess: AccessControl = {
     message.channel === "console"
       ? { allow: true }
       : { allow: false, reason: "access control not configured" },
+  allowsPress: (press) => press.channel === "console",
 };
 
 /** The composition root: builds store, tools, router, outbox, channels and features from config. */

@@ -1,4 +1,4 @@
-import type { InboundMessage } from "./types.js";
+import type { ButtonPress, InboundMessage } from "./types.js";
 
 export type AccessDecision =
   | { allow: true }
@@ -8,7 +8,12 @@ export type AccessDecision =
 /** Decides whether an inbound message may reach the router. Runs before the inbox write. */
 export interface AccessControl {
   check(message: InboundMessage): AccessDecision | Promise<AccessDecision>;
+  /**
+   * Whether a button press counts (approvals, choices): the presser must be allowed to write in that chat.
+   * Presses skip `check` (they carry no text and no mention); without this method every press counts.
+   */
+  allowsPress?(press: ButtonPress): boolean;
 }
 
 /** Lets everything through: used for the local console, and in tests. */
-export const allowAll: AccessControl = { check: () => ({ allow: true }) };
+export const allowAll: AccessControl = { check: () => ({ allow: true }), allowsPress: () => true };

@@ -120,6 +120,10 @@ export class Router implements InboundSink {
   }
 
   async buttonPressed(press: ButtonPress): Promise<void> {
+    if (this.options.access().allowsPress?.(press) === false) {
+      this.options.logger.debug({ channel: press.channel, chatId: press.chatId }, "button-press-denied");
+      return;
+    }
     for (const handler of this.options.buttonHandlers()) {
       try {
         if (await handler(press)) return;
