@@ -3,12 +3,11 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 # better-sqlite3 builds from source where no prebuilt binary fits.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json ./
-RUN npm ci --no-fund --no-audit
-COPY tsconfig.json tsconfig.build.json ./
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY channels ./channels
-RUN npm run build && npm prune --omit=dev
+# `npm ci` builds dist/ through the prepare script.
+RUN npm ci --no-fund --no-audit && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
