@@ -76,17 +76,8 @@ export const jobFields = {
   deliver: deliverSchema.optional(),
 };
 
-type JobFieldInput = {
-  name?: string;
-  expression?: string;
-  delay?: string;
-  at?: string;
-  command?: string;
-  prompt?: string;
-  message?: string;
-  timezone?: string;
-  deliver?: z.infer<typeof deliverSchema>;
-};
+/** What the shared job fields parse to (derived from the schema, so the two can't drift apart). */
+type JobFieldInput = z.output<z.ZodObject<typeof jobFields>>;
 
 /** Tool input (snake_case) → scheduler job spec. */
 export function specOf(input: JobFieldInput): JobSpec {

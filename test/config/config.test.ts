@@ -114,6 +114,16 @@ describe("config", () => {
     expect(config.notify.pushover).toMatchObject({ token: "ptok", user: "puser" });
   });
 
+  it("reads MAGPIE_HTTP_HOST / MAGPIE_HTTP_PORT (containers) and treats an empty ${VAR:-} as not set", () => {
+    const config = parseConfig(
+      { llm: { apiKey: "${UNSET_KEY:-}" }, channels: { telegram: { token: "${UNSET_TOKEN:-}" } } },
+      { env: { MAGPIE_HTTP_HOST: "0.0.0.0", MAGPIE_HTTP_PORT: "9000", OPENAI_API_KEY: "sk-from-env" }, cwd },
+    );
+    expect(config.http).toEqual({ host: "0.0.0.0", port: 9000 });
+    expect(config.llm.apiKey).toBe("sk-from-env");
+    expect(config.channels.telegram.token).toBeUndefined();
+  });
+
   it("lets the file win over environment fallbacks", () => {
     const config = parseConfig({ llm: { model: "from-file" } }, { env: { MAGPIE_MODEL: "from-env" }, cwd });
     expect(config.llm.model).toBe("from-file");
