@@ -11,6 +11,7 @@ import { builtinCommands } from "../core/builtin-commands.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { CommandRegistry } from "../core/commands.js";
 import type { AgentHooks } from "../core/hooks.js";
+import type { AuthorityPort } from "../core/identity.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
 import { Router } from "../core/router.js";
 import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
@@ -46,6 +47,8 @@ export interface AppOptions {
   model?: ChatModel | null;
   /** Access control to use instead of the default (tests); a feature may still replace it. */
   access?: AccessControl;
+  /** Who counts as an owner, instead of the console-only default (tests); the access feature replaces it. */
+  authority?: AuthorityPort;
   /** Listen on http.host:http.port (default true). */
   listen?: boolean;
   env?: NodeJS.ProcessEnv;
@@ -58,6 +61,14 @@ const consoleOnlyAccess: AccessControl = {
       ? { allow: true }
       : { allow: false, reason: "access control not configured" },
   allowsPress: (press) => press.channel === "console",
+};
+
+/** Until the access feature installs the real one: only the local console's user is an owner. */
+const consoleOnlyAuthority: AuthorityPort = {
+  roleOf: (channel) => (channel === "console" ? "owner" : "guest"),
+  mayDeliver: (current, target) =>
+    target.channel === "console" ||
+    (current !== null && current.channel === target.channel && current.chatId === target.chatId),
 };
 
 /** The composition root: builds store, tools, router, outbox, channels and features from config. */
@@ -83,6 +94,7 @@ export class MagpieApp {
   private readonly stopTasks: Array<() => void | Promise<void>> = [];
   private access: AccessControl = consoleOnlyAccess;
   private approvals: ApprovalGate = denyAllApprovals;
+  private authority: AuthorityPort = consoleOnlyAuthority;
   private started = false;
   private stopping: Promise<void> | null = null;
 
@@ -91,6 +103,7 @@ export class MagpieApp {
     this.config = config;
     this.clock = options.clock ?? systemClock;
     if (options.access) this.access = options.access;
+    if (options.authority) this.authority = options.authority;
     this.redactor = createRedactor(config, options.env ?? process.env);
     this.logger = options.logger ?? createLogger({ redactor: this.redactor });
     this.store = Store.open(config.dataDir);
@@ -127,6 +140,7 @@ export class MagpieApp {
       outbox: this.outbox,
       adapters: () => this.adapters,
       access: () => this.access,
+      authority: () => this.authority,
       hooks: () => this.hooks,
       buttonHandlers: () => this.buttonHandlers,
       settings: {
@@ -137,6 +151,7 @@ export class MagpieApp {
         globalPrompt: config.agent.systemPrompt,
         llm: { baseUrl: config.llm.baseUrl, timeoutMs: config.llm.timeoutMs },
         streaming: config.agent.streaming,
+        guestToolSet: config.security.guestToolSet,
       },
     });
     this.commands.register(
@@ -262,6 +277,10 @@ export class MagpieApp {
       setApprovalGate: (gate) => {
         this.approvals = gate;
       },
+      setAuthority: (authority) => {
+        this.authority = authority;
+      },
+      authority: () => this.authority,
       onStop: (task) => void this.stopTasks.push(task),
     };
   }

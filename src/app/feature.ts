@@ -5,6 +5,7 @@ import type { AccessControl } from "../core/access.js";
 import type { ApprovalGate } from "../core/approvals.js";
 import type { CommandRegistry } from "../core/commands.js";
 import type { AgentHooks } from "../core/hooks.js";
+import type { AuthorityPort } from "../core/identity.js";
 import type { IsolatedRunInput, IsolatedRunResult } from "../core/router.js";
 import type { ButtonHandler, ChannelAdapter, OutboundMessage, ReplyTarget } from "../core/types.js";
 import type { ChatModel } from "../llm/types.js";
@@ -57,6 +58,9 @@ export interface AppContext {
   addButtonHandler(handler: ButtonHandler): void;
   setAccessControl(access: AccessControl): void;
   setApprovalGate(gate: ApprovalGate): void;
+  /** Installs who-is-owner (the access feature); features read it through `authority()`. */
+  setAuthority(authority: AuthorityPort): void;
+  authority(): AuthorityPort;
   /** Runs `task` when the app stops (reverse order of registration). */
   onStop(task: () => void | Promise<void>): void;
 }

@@ -19,21 +19,22 @@ export interface LoadConfigOptions {
   loadDotenv?: boolean;
 }
 
-/** Reads `.env` into the environment without overriding variables that are already set. */
-export function loadDotenvFile(cwd: string, env: NodeJS.ProcessEnv): void {
+/** Reads `.env` into the environment without overriding variables that are already set; returns the file read. */
+export function loadDotenvFile(cwd: string, env: NodeJS.ProcessEnv): string | null {
   const file = path.join(cwd, ".env");
-  if (!existsSync(file)) return;
+  if (!existsSync(file)) return null;
   const values = parseDotenv(readFileSync(file));
   for (const [key, value] of Object.entries(values)) {
     if (env[key] === undefined) env[key] = value;
   }
+  return path.resolve(file);
 }
 
 /** Loads, interpolates and validates the configuration; throws ConfigError listing every problem. */
 export function loadConfig(options: LoadConfigOptions = {}): MagpieConfig {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
-  if (options.loadDotenv !== false) loadDotenvFile(cwd, env);
+  const envFile = options.loadDotenv !== false ? loadDotenvFile(cwd, env) : null;
 
   const explicit = options.configPath ?? env.MAGPIE_CONFIG;
   const sourcePath = path.resolve(cwd, explicit ?? DEFAULT_CONFIG_PATH);
@@ -47,13 +48,18 @@ export function loadConfig(options: LoadConfigOptions = {}): MagpieConfig {
       `${explicit}: config file not found — check the path given to --config or MAGPIE_CONFIG, or copy config/magpie.example.yaml there.`,
     ]);
   }
-  return parseConfig(raw, { env, cwd, sourcePath: fromFile ? sourcePath : null });
+  return parseConfig(raw, {
+    env,
+    cwd,
+    sourcePath: fromFile ? sourcePath : null,
+    envFiles: envFile ? [envFile] : [],
+  });
 }
 
 /** Validates an already-parsed config object (interpolation and env fallbacks included). */
 export function parseConfig(
   raw: unknown,
-  context: { env?: NodeJS.ProcessEnv; cwd?: string; sourcePath?: string | null } = {},
+  context: { env?: NodeJS.ProcessEnv; cwd?: string; sourcePath?: string | null; envFiles?: string[] } = {},
 ): MagpieConfig {
   const env = context.env ?? process.env;
   const cwd = context.cwd ?? process.cwd();
@@ -79,6 +85,7 @@ export function parseConfig(
     workspace: path.resolve(cwd, parsed.workspace ?? path.join(dataDir, "workspace")),
     timezone: parsed.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone ?? "UTC",
     sourcePath: context.sourcePath ?? null,
+    envFiles: context.envFiles ?? [],
   };
   const semantic = checkSemantics(config);
   if (semantic.length > 0) throw new ConfigError(semantic);

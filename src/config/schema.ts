@@ -41,4 +41,6 @@ export type MagpieConfig = Omit<ParsedConfig, "workspace" | "timezone"> & {
   timezone: string;
   /** Where the config was read from, or null in env-only mode. */
   sourcePath: string | null;
+  /** The `.env` files that were loaded (absolute paths): Magpie's state, hidden from the agent. */
+  envFiles: string[];
 };

@@ -11,6 +11,7 @@ import { type CommandRegistry, parseCommand } from "./commands.js";
 import { compactHistory, recentWithinBudget } from "./compaction.js";
 import { errorMessage } from "./errors.js";
 import type { AgentHooks } from "./hooks.js";
+import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
 import { INTERRUPTED_REPLY, NO_LLM_REPLY } from "./no-llm.js";
 import type { OutboxWorker } from "./outbox-worker.js";
 import { replyTargetOf, sessionKeyOf } from "./session-key.js";
@@ -40,6 +41,8 @@ export interface RouterOptions {
   outbox: OutboxWorker;
   adapters: () => ReadonlyMap<string, ChannelAdapter>;
   access: () => AccessControl;
+  /** Who is an owner and who a guest (installed by the access feature). */
+  authority: () => AuthorityPort;
   hooks: () => readonly AgentHooks[];
   buttonHandlers: () => readonly ButtonHandler[];
   settings: {
@@ -51,6 +54,8 @@ export interface RouterOptions {
     llm: { baseUrl?: string; timeoutMs: number };
     /** Stream drafts into channels that can edit messages. */
     streaming: boolean;
+    /** `security.guestToolSet`: the most a guest's turn may use. */
+    guestToolSet: string[];
   };
 }
 
@@ -66,6 +71,10 @@ export interface IsolatedRunInput {
   toolSet?: string | string[];
   signal?: AbortSignal;
   depth?: number;
+  /** What started the run (a job, a delegation …). */
+  origin: TurnOrigin;
+  /** Whose authority the run carries (a job's creator). */
+  sender: SenderIdentity;
 }
 
 export interface IsolatedRunResult {
@@ -196,7 +205,10 @@ export class Router implements InboundSink {
       sessionKey: input.sessionKey,
       text: input.prompt,
       target: input.target,
-      userId: "scheduler",
+      sender: input.sender,
+      origin: input.origin,
+      // Nobody watches an isolated run: approvals and Warn verdicts are refused, not asked.
+      canAsk: false,
       channel: input.target.channel,
       isDirect: true,
       toolSet: input.toolSet,
@@ -248,6 +260,13 @@ export class Router implements InboundSink {
       return;
     }
     const agent = this.options.agents.forMessage(last.message);
+    const role = this.options.authority().roleOf(last.message.channel, last.message.userId);
+    const sender: SenderIdentity = {
+      channel: last.message.channel,
+      userId: last.message.userId,
+      userName: last.message.userName,
+      role,
+    };
     store.history.ensureSession(sessionKey, agent.name, clock.now());
     const adapter = this.options.adapters().get(target.channel);
     const stopTyping = startTyping(adapter, target);
@@ -261,7 +280,9 @@ export class Router implements InboundSink {
         sessionKey,
         text: items.map((item) => describeInbound(item.message)).join("\n\n"),
         target,
-        userId: last.message.userId,
+        sender,
+        origin: "user",
+        canAsk: role === "owner",
         channel: last.message.channel,
         isDirect: last.message.isDirect,
         signal,
@@ -287,7 +308,9 @@ export class Router implements InboundSink {
     sessionKey: string;
     text: string;
     target: ReplyTarget;
-    userId: string;
+    sender: SenderIdentity;
+    origin: TurnOrigin;
+    canAsk: boolean;
     channel: string;
     isDirect: boolean;
     signal: AbortSignal;
@@ -296,7 +319,11 @@ export class Router implements InboundSink {
     onTextDelta?: (delta: string) => void;
   }) {
     const { store, settings, tools } = this.options;
-    const toolNames = tools.resolveToolSet(input.toolSet ?? input.agent.toolSet);
+    const wanted = tools.resolveToolSet(input.toolSet ?? input.agent.toolSet);
+    // A guest's turn gets at most security.guestToolSet, whatever the agent or route would give.
+    const guestLimit =
+      input.sender.role === "guest" ? new Set(tools.resolveToolSet(settings.guestToolSet)) : null;
+    const toolNames = guestLimit ? wanted.filter((name) => guestLimit.has(name)) : wanted;
     const stored = store.history.load(input.sessionKey);
     const history = recentWithinBudget(stored, Math.floor(settings.historyTokens * 1.5)).map(
       (item) => item.message,
@@ -344,7 +371,10 @@ export class Router implements InboundSink {
           sessionKey: input.sessionKey,
           agent: input.agent.name,
           target: input.target,
-          userId: input.userId,
+          userId: input.sender.userId,
+          sender: input.sender,
+          origin: input.origin,
+          canAsk: input.canAsk,
           signal: input.signal,
           depth: input.depth,
         },

@@ -1,4 +1,5 @@
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
+import type { SenderIdentity, TurnOrigin } from "./identity.js";
 import type { ReplyTarget } from "./types.js";
 
 /** Who is calling a tool and on whose behalf; handed to every tool execution. */
@@ -11,6 +12,15 @@ export interface ToolCallContext {
   signal: AbortSignal;
   /** Delegation depth: 0 for a user's turn. */
   depth: number;
+  /** What started the turn (a user's message, a job, a subagent …). */
+  origin: TurnOrigin;
+  /** Whose authority the turn carries (owner or guest). */
+  sender: SenderIdentity;
+  /**
+   * True when an owner is there to answer approvals and questions (an owner's own chat turn). False for
+   * scheduled jobs, subagents and guests' turns: anything that needs asking is refused there.
+   */
+  canAsk: boolean;
 }
 
 /** The core's view of the tool layer (implemented by `src/tools/registry.ts`). */

@@ -1,4 +1,5 @@
 import type { AgentRunner } from "../app/feature.js";
+import { ownerIdentity } from "../core/identity.js";
 import type { ToolRuntime } from "../core/tool-runtime.js";
 import type { ReplyTarget } from "../core/types.js";
 import type { Job } from "./job.js";
@@ -40,6 +41,9 @@ export function createJobExecutor(deps: {
             userId: "cron",
             signal,
             depth: 0,
+            origin: "schedule",
+            sender: ownerIdentity(),
+            canAsk: false,
           },
         );
         const { ok, text } = shellOutputText(result);
@@ -53,6 +57,8 @@ export function createJobExecutor(deps: {
         target: jobTarget(job),
         toolSet: job.toolSet ?? "default",
         signal,
+        origin: "schedule",
+        sender: ownerIdentity(),
       });
       return { ok: answer.ok, output: answer.text };
     },

@@ -1,6 +1,7 @@
 import type { MagpieFeature } from "../app/feature.js";
 import { systemClock } from "../core/clock.js";
 import { ChannelAccessControl } from "./access-control.js";
+import { Authority } from "./authority.js";
 import { pairCommand } from "./pair-command.js";
 import { PairingStore } from "./pairing.js";
 
@@ -11,6 +12,9 @@ export const accessFeature: MagpieFeature = {
     const pairing = new PairingStore(app.store.db, systemClock);
     const access = new ChannelAccessControl(app.config, pairing);
     app.setAccessControl(access);
+    const authority = new Authority(app.config, pairing, app.store.db);
+    app.setAuthority(authority);
+    app.services.authority = authority;
     app.commands.register(pairCommand({ pairing, access, messenger: app.messenger }));
     app.services.pairing = pairing;
     // The attachment_save tool downloads through the adapter a message came from.

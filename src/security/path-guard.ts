@@ -51,6 +51,12 @@ export async function enforceFindings(
       `Refused by ${worst.rule.id} (security.level ${context.config.security.level}): ${worst.path} — ${hint}`,
     );
   }
+  if (context.config.security.approvals.require.includes("guard:warn") && !context.canAsk) {
+    throw new GuardRefusal(
+      worst.rule.id,
+      `Refused by ${worst.rule.id}: ${worst.path} needs an owner's approval (Warn at security.level ${context.config.security.level}) and there is no one to ask in this ${context.origin} turn — ${hint}`,
+    );
+  }
   for (const finding of findings) {
     if (finding.verdict === "warn")
       context.warn(`${finding.rule.id}: ${finding.path} — ${finding.rule.why}.`);

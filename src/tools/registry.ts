@@ -189,6 +189,14 @@ export class ToolRegistry implements ToolRuntime {
     const { require, timeoutSecs } = this.options.config.security.approvals;
     const needed = require.includes(reason) || (reason.startsWith("risk:") && require.includes(tool.name));
     if (!needed) return "approved";
+    if (!callContext.canAsk) {
+      // A job, a subagent or a guest's turn: there is no owner here to ask, so what needs asking is refused.
+      audit.verdict = "deny";
+      throw new GuardRefusal(
+        "approval.no_one_to_ask",
+        `'${tool.name}' needs an owner's approval (${reason}, security.approvals.require) and there is no one to ask in this ${callContext.origin === "user" ? "guest's turn" : `${callContext.origin} turn`}; nothing was done.`,
+      );
+    }
     const decision = await this.options.approvals.request({
       sessionKey: callContext.sessionKey,
       target: callContext.target,

@@ -29,7 +29,10 @@ describe("config", () => {
       groupPolicy: "allowlist",
       requireMention: true,
     });
-    expect(config.security).toMatchObject({ level: "medium", approvals: { require: [], timeoutSecs: 300 } });
+    expect(config.security).toMatchObject({
+      level: "medium",
+      approvals: { require: ["guard:warn"], timeoutSecs: 300 },
+    });
     expect(config.tools.shell).toMatchObject({ timeoutSecs: 60, maxOutputBytes: 1024 * 1024 });
     expect(config.sourcePath).toBeNull();
   });

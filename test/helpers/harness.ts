@@ -6,6 +6,7 @@ import type { MagpieFeature } from "../../src/app/feature.js";
 import { parseConfig } from "../../src/config/load.js";
 import type { ConfigInput, MagpieConfig } from "../../src/config/schema.js";
 import { allowAll } from "../../src/core/access.js";
+import { everyoneIsOwner } from "../../src/core/identity.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { type OpenAiFake, startOpenAiFake } from "../fakes/openai.js";
 import { RecordingChannel } from "./recording-channel.js";
@@ -85,6 +86,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     logger: silentLogger(),
     loadChannels: false,
     access: allowAll,
+    authority: everyoneIsOwner,
     features: [],
     env: options.env ?? {},
     ...options,

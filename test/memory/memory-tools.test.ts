@@ -45,6 +45,9 @@ describe("memory tools through the tool registry", () => {
         userId: "7",
         signal: new AbortController().signal,
         depth: 0,
+        origin: "user" as const,
+        sender: { channel: "test", userId: "owner", role: "owner" as const },
+        canAsk: true,
       };
       const text = await registry.execute(
         { id: `call_${++callId}`, type: "function", function: { name, arguments: JSON.stringify(args) } },

@@ -30,6 +30,9 @@ describe("scheduling and communication tools", () => {
     userId: "owner",
     signal: new AbortController().signal,
     depth: 0,
+    origin: "user" as const,
+    sender: { channel: "test", userId: "owner", role: "owner" as const },
+    canAsk: true,
   };
 
   async function call(name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
@@ -245,6 +248,9 @@ describe("pushover tool without configuration", () => {
           userId: "u",
           signal: new AbortController().signal,
           depth: 0,
+          origin: "user" as const,
+          sender: { channel: "test", userId: "owner", role: "owner" as const },
+          canAsk: true,
         },
       );
       expect(JSON.parse(text)).toMatchObject({

@@ -120,6 +120,9 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
           userId: "owner",
           signal: new AbortController().signal,
           depth: 0,
+          origin: "user" as const,
+          sender: { channel: "test", userId: "owner", role: "owner" as const },
+          canAsk: true,
         },
       ),
     cleanup: async () => {

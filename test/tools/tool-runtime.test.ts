@@ -55,6 +55,9 @@ function makeRegistry(approvalsRequire: string[] = []) {
     userId: "u",
     signal: new AbortController().signal,
     depth: 0,
+    origin: "user" as const,
+    sender: { channel: "test", userId: "owner", role: "owner" as const },
+    canAsk: true,
   };
   return { registry, store, context, decisions };
 }

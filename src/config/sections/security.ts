@@ -7,8 +7,16 @@ export const securitySchema = z
     approvals: z
       .strictObject({
         /** Tool names, "risk:high", "risk:medium" or "guard:warn". */
-        require: z.array(z.string().min(1)).default([]),
+        require: z.array(z.string().min(1)).default(["guard:warn"]),
         timeoutSecs: positiveInt.default(300),
+      })
+      .prefault({}),
+    /** Tools a guest's turn may use (default none); routes and agent tool sets can't widen it. */
+    guestToolSet: z.array(z.string().min(1)).default([]),
+    ssrf: z
+      .strictObject({
+        /** Private hosts or CIDRs the owner wants reachable (a home server on the LAN); logged at start-up. */
+        allowHosts: z.array(z.string().min(1)).default([]),
       })
       .prefault({}),
   })

@@ -22,6 +22,10 @@ export const toolsSchema = z
     shell: z
       .strictObject({
         timeoutSecs: positiveInt.default(60),
+        /** bubblewrap sandbox for shell, git and command jobs: auto (use it when the probe works), bwrap (required), off. */
+        sandbox: z.enum(["auto", "bwrap", "off"]).default("auto"),
+        /** Network access inside the sandbox. */
+        network: z.boolean().default(true),
         maxOutputBytes: positiveInt.default(1024 * 1024),
         /** When set, only these executables (first word of the command) may run. */
         allowCommands: z.array(z.string().min(1)).optional(),
