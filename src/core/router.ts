@@ -11,7 +11,7 @@ import { type CommandRegistry, parseCommand } from "./commands.js";
 import { compactHistory, recentWithinBudget } from "./compaction.js";
 import { errorMessage } from "./errors.js";
 import type { AgentHooks } from "./hooks.js";
-import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
+import type { AuthorityPort, Role, SenderIdentity, TurnOrigin } from "./identity.js";
 import { INTERRUPTED_REPLY, NO_LLM_REPLY } from "./no-llm.js";
 import type { OutboxWorker } from "./outbox-worker.js";
 import { replyTargetOf, sessionKeyOf } from "./session-key.js";
@@ -297,7 +297,7 @@ export class Router implements InboundSink {
       }
       const reply = outcome.status === "aborted" ? "" : outcome.reply;
       this.finishTurn(inboxIds, sessionKey, target, reply, outcome.newMessages, draftId);
-      if (outcome.status !== "aborted") await this.maybeCompact(sessionKey, agent);
+      if (outcome.status !== "aborted") await this.maybeCompact(sessionKey, agent, role);
     } finally {
       stopTyping();
     }
@@ -336,6 +336,7 @@ export class Router implements InboundSink {
           sessionKey: input.sessionKey,
           agent: input.agent.name,
           text: input.text,
+          role: input.sender.role,
         });
         if (text) recalled.push(text);
       } catch (error) {
@@ -407,7 +408,7 @@ export class Router implements InboundSink {
     this.options.outbox.wake();
   }
 
-  private async maybeCompact(sessionKey: string, agent: AgentProfile): Promise<void> {
+  private async maybeCompact(sessionKey: string, agent: AgentProfile, role: Role): Promise<void> {
     const result = await compactHistory({
       history: this.options.store.history,
       sessionKey,
@@ -420,7 +421,7 @@ export class Router implements InboundSink {
     this.options.logger.info({ session: sessionKey, removed: result.removed }, "history-compacted");
     for (const hooks of this.options.hooks()) {
       try {
-        await hooks.onCompacted?.({ sessionKey, agent: agent.name, summary: result.summary });
+        await hooks.onCompacted?.({ sessionKey, agent: agent.name, summary: result.summary, role });
       } catch (error) {
         this.options.logger.warn({ err: error }, "compaction-hook-failed");
       }
