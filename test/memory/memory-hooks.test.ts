@@ -47,6 +47,7 @@ describe("automatic recall and conversation memory", () => {
       });
     }
     const text = await hooks.recall!({
+      role: "owner",
       sessionKey: "console:1",
       agent: "main",
       text: "did the NAS backup finish?",
@@ -74,7 +75,7 @@ describe("automatic recall and conversation memory", () => {
       key: "k",
       content: "A memory that is far longer than ten tokens of budget.",
     });
-    const text = await hooks.recall!({ sessionKey: "console:1", agent: "main", text: "memory budget" });
+    const text = await hooks.recall!({ sessionKey: "console:1", agent: "main", text: "memory budget", role: "owner" });
     expect(text).toBeNull();
     await memory.close();
     store.close();
@@ -84,6 +85,7 @@ describe("automatic recall and conversation memory", () => {
     const { store, memory, hooks } = setup();
     store.history.ensureSession("telegram:42", "main");
     await hooks.onCompacted!({
+      role: "owner",
       sessionKey: "telegram:42",
       agent: "main",
       summary: "We debugged the Zigbee bridge; the fix was a new USB extension cable.",
