@@ -1,10 +1,14 @@
+import type { SenderIdentity } from "./identity.js";
 import type { ReplyTarget } from "./types.js";
 
 export type ApprovalDecision = "approved" | "denied" | "timeout";
 
 export interface ApprovalRequest {
   sessionKey: string;
+  /** The chat the request is posted to (the approver's). */
   target: ReplyTarget;
+  /** Whose authority the action runs under; only an owner of the target's channel may decide. */
+  approver: SenderIdentity;
   tool: string;
   /** The exact action shown to the owner (command line, path, URL …). */
   action: string;

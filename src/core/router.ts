@@ -376,6 +376,7 @@ export class Router implements InboundSink {
           sender: input.sender,
           origin: input.origin,
           canAsk: input.canAsk,
+          ...(input.canAsk ? { approver: { target: input.target, identity: input.sender } } : {}),
           signal: input.signal,
           depth: input.depth,
         },

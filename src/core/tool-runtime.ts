@@ -21,6 +21,16 @@ export interface ToolCallContext {
    * scheduled jobs, subagents and guests' turns: anything that needs asking is refused there.
    */
   canAsk: boolean;
+  /**
+   * Who answers this turn's approval requests, and in which chat: the owner in their own chat turn, a job's
+   * creator in the chat the job was made from. Absent when no one may be asked (a guest's turn, a subagent).
+   */
+  approver?: Approver;
+}
+
+export interface Approver {
+  target: ReplyTarget;
+  identity: SenderIdentity;
 }
 
 /** The core's view of the tool layer (implemented by `src/tools/registry.ts`). */

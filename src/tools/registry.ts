@@ -189,7 +189,8 @@ export class ToolRegistry implements ToolRuntime {
     const { require, timeoutSecs } = this.options.config.security.approvals;
     const needed = require.includes(reason) || (reason.startsWith("risk:") && require.includes(tool.name));
     if (!needed) return "approved";
-    if (!callContext.canAsk) {
+    const approver = callContext.approver;
+    if (!approver || (reason === "guard:warn" && !callContext.canAsk)) {
       // A job, a subagent or a guest's turn: there is no owner here to ask, so what needs asking is refused.
       audit.verdict = "deny";
       throw new GuardRefusal(
@@ -199,7 +200,8 @@ export class ToolRegistry implements ToolRuntime {
     }
     const decision = await this.options.approvals.request({
       sessionKey: callContext.sessionKey,
-      target: callContext.target,
+      target: approver.target,
+      approver: approver.identity,
       tool: tool.name,
       action,
       reason,

@@ -33,6 +33,7 @@ describe("scheduling and communication tools", () => {
     origin: "user" as const,
     sender: { channel: "test", userId: "owner", role: "owner" as const },
     canAsk: true,
+    approver: { target: { channel: "test", chatId: "chat" }, identity: { channel: "test", userId: "owner", role: "owner" as const } },
   };
 
   async function call(name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
@@ -251,6 +252,7 @@ describe("pushover tool without configuration", () => {
           origin: "user" as const,
           sender: { channel: "test", userId: "owner", role: "owner" as const },
           canAsk: true,
+          approver: { target: { channel: "test", chatId: "chat" }, identity: { channel: "test", userId: "owner", role: "owner" as const } },
         },
       );
       expect(JSON.parse(text)).toMatchObject({

@@ -43,6 +43,7 @@ const ask = (action = "shell rm -rf build/", timeoutMs = 60_000, signal?: AbortS
   gate.request({
     sessionKey: "telegram:42",
     target,
+    approver: { channel: "telegram", userId: "42", role: "owner" },
     tool: "shell",
     action,
     reason: "risk:high",

@@ -123,6 +123,7 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
           origin: "user" as const,
           sender: { channel: "test", userId: "owner", role: "owner" as const },
           canAsk: true,
+          approver: { target: { channel: "test", chatId: "chat" }, identity: { channel: "test", userId: "owner", role: "owner" as const } },
         },
       ),
     cleanup: async () => {
