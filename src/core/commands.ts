@@ -1,7 +1,31 @@
+import type { SenderIdentity } from "./identity.js";
 import type { InboundMessage, OutboundMessage, ReplyTarget } from "./types.js";
+
+/**
+ * Commands only an owner may run (DESIGN.md → Security → Identities and authority). `/help` and `/status` are
+ * open to anyone allowed to write; a command may also declare itself `ownerOnly`.
+ */
+export const OWNER_ONLY_COMMANDS: ReadonlySet<string> = new Set([
+  "memory",
+  "remember",
+  "forget",
+  "cron",
+  "pair",
+  "approve",
+  "deny",
+  "tasks",
+  "reset",
+  "stop",
+  "model",
+  "usage",
+  "mcp",
+  "skills",
+]);
 
 export interface CommandContext {
   message: InboundMessage;
+  /** Who sent the command, with their role on this channel. */
+  sender: SenderIdentity;
   sessionKey: string;
   /** Text after the command name, trimmed. */
   args: string;
@@ -13,6 +37,8 @@ export interface SlashCommand {
   name: string;
   description: string;
   usage?: string;
+  /** Refused to guests (in addition to OWNER_ONLY_COMMANDS). */
+  ownerOnly?: boolean;
   run(context: CommandContext): Promise<string | OutboundMessage> | string | OutboundMessage;
 }
 
@@ -37,6 +63,11 @@ export class CommandRegistry {
 
   get(name: string): SlashCommand | undefined {
     return this.commands.get(name);
+  }
+
+  /** True when only an owner may run `/name`. */
+  isOwnerOnly(name: string): boolean {
+    return OWNER_ONLY_COMMANDS.has(name) || this.commands.get(name)?.ownerOnly === true;
   }
 
   list(): SlashCommand[] {

@@ -228,11 +228,17 @@ export class Router implements InboundSink {
     const { store, logger, commands } = this.options;
     const target = replyTargetOf(inbound);
     const handler = commands.get(command.name);
+    const sender = this.identify(inbound.channel, inbound.userId, inbound.userName);
     let reply: string | OutboundMessage;
     try {
-      reply = handler
-        ? await handler.run({ message: inbound, sessionKey, args: command.args, target })
-        : `Unknown command /${command.name}. Send /help for the list.`;
+      if (handler && sender.role !== "owner" && commands.isOwnerOnly(command.name)) {
+        reply = `Only an owner can use /${command.name}.`;
+        this.auditRefusal(sessionKey, sender, `/${command.name}`, command.args, "command.owner_only");
+      } else {
+        reply = handler
+          ? await handler.run({ message: inbound, sender, sessionKey, args: command.args, target })
+          : `Unknown command /${command.name}. Send /help for the list.`;
+      }
     } catch (error) {
       logger.warn({ err: error, command: command.name }, "command-failed");
       reply = `/${command.name} failed: ${errorMessage(error)}`;
@@ -245,6 +251,40 @@ export class Router implements InboundSink {
       store.inbox.setStatus([inboxId], "done", this.options.clock.now());
     })();
     this.options.outbox.wake();
+  }
+
+  /** The sender with their role on the channel (owner or guest), from the one authority. */
+  identify(channel: string, userId: string, userName?: string): SenderIdentity {
+    return {
+      channel,
+      userId,
+      ...(userName ? { userName } : {}),
+      role: this.options.authority().roleOf(channel, userId),
+    };
+  }
+
+  /** Records a refused command or button press in the audit log. */
+  private auditRefusal(
+    sessionKey: string,
+    sender: SenderIdentity,
+    action: string,
+    args: string,
+    code: string,
+  ): void {
+    try {
+      this.options.store.audit.record({
+        sessionKey,
+        tool: action,
+        arguments: JSON.stringify({ args: args.slice(0, 200), sender: `${sender.channel}:${sender.userId}` }),
+        verdict: "deny",
+        outcome: "denied",
+        errorCode: code,
+        durationMs: 0,
+        at: this.options.clock.now(),
+      });
+    } catch (error) {
+      this.options.logger.error({ err: error }, "audit-write-failed");
+    }
   }
 
   private async runTurn(sessionKey: string, inboxIds: number[], signal: AbortSignal): Promise<void> {
@@ -260,13 +300,8 @@ export class Router implements InboundSink {
       return;
     }
     const agent = this.options.agents.forMessage(last.message);
-    const role = this.options.authority().roleOf(last.message.channel, last.message.userId);
-    const sender: SenderIdentity = {
-      channel: last.message.channel,
-      userId: last.message.userId,
-      userName: last.message.userName,
-      role,
-    };
+    const sender = this.identify(last.message.channel, last.message.userId, last.message.userName);
+    const role = sender.role;
     store.history.ensureSession(sessionKey, agent.name, clock.now());
     const adapter = this.options.adapters().get(target.channel);
     const stopTyping = startTyping(adapter, target);

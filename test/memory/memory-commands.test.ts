@@ -43,6 +43,7 @@ describe("memory slash commands (no LLM configured)", () => {
       const inbound = message(text, chatId);
       const context: CommandContext = {
         message: inbound,
+        sender: { channel: inbound.channel, userId: inbound.userId, role: "owner" },
         sessionKey: `telegram:${inbound.chatId}`,
         args: parsed.args,
         target: { channel: "telegram", chatId: inbound.chatId },

@@ -58,6 +58,7 @@ function commandSetup(channels: Record<string, unknown> = {}) {
   const runAs = (fields: Partial<InboundMessage>, args: string) =>
     command.run({
       args,
+      sender: { channel: fields.channel ?? "telegram", userId: fields.userId ?? "", role: "owner" },
       sessionKey: "s",
       target: { channel: fields.channel ?? "telegram", chatId: "1" },
       message: {

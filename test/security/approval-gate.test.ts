@@ -71,7 +71,13 @@ function command(name: "approve" | "deny", args: string, from: Partial<InboundMe
     receivedAt: Date.now(),
     ...from,
   };
-  return slash.run({ message, sessionKey: "telegram:42", args, target });
+  return slash.run({
+    message,
+    sender: { channel: message.channel, userId: message.userId, role: "owner" },
+    sessionKey: "telegram:42",
+    args,
+    target,
+  });
 }
 
 describe("ChatApprovalGate", () => {
