@@ -3,20 +3,24 @@ import type { Logger } from "pino";
 import type { Messenger } from "../app/feature.js";
 import type { ApprovalDecision, ApprovalGate, ApprovalRequest } from "../core/approvals.js";
 import { type Clock, systemClock } from "../core/clock.js";
+import type { AuthorityPort } from "../core/identity.js";
 import type { ButtonPress } from "../core/types.js";
 import type { Store } from "../store/index.js";
 import { ApprovalRepository } from "./approval-store.js";
 import type { Redactor } from "./redact.js";
+import { revealInvisible } from "./reveal-invisible.js";
 
 export interface ChatApprovalGateOptions {
   store: Store;
   messenger: Messenger;
   logger: Logger;
   redactor: Redactor;
+  /** Who is an owner: only an owner's press or command decides. */
+  authority: () => AuthorityPort;
   clock?: Clock;
 }
 
-/** Who decided, and where: a decision only counts in the chat the request was sent to. */
+/** Who decided, and where: a decision only counts from an owner, in the chat the request was sent to. */
 export interface Decider {
   channel: string;
   chatId: string;
@@ -57,7 +61,8 @@ export class ChatApprovalGate implements ApprovalGate {
     if (request.signal?.aborted) return "denied";
     const id = this.newId();
     const now = this.clock.now();
-    const action = this.options.redactor.redact(request.action);
+    // Redacted, and with invisible and bidirectional characters shown, so the owner reads what will run.
+    const action = revealInvisible(this.options.redactor.redact(request.action));
     this.repository.insert({
       id,
       sessionKey: request.sessionKey,
@@ -72,7 +77,7 @@ export class ChatApprovalGate implements ApprovalGate {
     const seconds = Math.round(request.timeoutMs / 1000);
     const text = [
       `Approval needed (${request.reason}) — request ${id}`,
-      `Tool: ${request.tool}`,
+      `Tool: ${revealInvisible(request.tool)}`,
       "Action:",
       "```",
       action,
@@ -114,6 +119,10 @@ export class ChatApprovalGate implements ApprovalGate {
   decide(id: string, decision: "approved" | "denied", decider: Decider): DecideResult {
     const record = this.repository.get(id);
     if (!record) return { ok: false, reason: `There is no approval request ${id}.` };
+    if (this.options.authority().roleOf(decider.channel, decider.userId) !== "owner") {
+      this.auditRefused(id, record.sessionKey, decider);
+      return { ok: false, reason: `Only an owner can decide approval ${id}.` };
+    }
     if (record.channel !== decider.channel || record.chatId !== decider.chatId) {
       return { ok: false, reason: `Approval ${id} belongs to another chat; decide it there.` };
     }
@@ -142,6 +151,28 @@ export class ChatApprovalGate implements ApprovalGate {
       "approval",
     );
     return true;
+  }
+
+  /** A guest's press or command on an approval: refused, and recorded. */
+  private auditRefused(id: string, sessionKey: string | null, decider: Decider): void {
+    this.options.logger.warn(
+      { approval: id, channel: decider.channel, userId: decider.userId },
+      "approval-refused-not-owner",
+    );
+    try {
+      this.options.store.audit.record({
+        sessionKey: sessionKey ?? undefined,
+        tool: "approval",
+        arguments: JSON.stringify({ id, attemptedBy: `${decider.channel}:${decider.userId}` }),
+        verdict: "deny",
+        outcome: "denied",
+        errorCode: "approval.not_owner",
+        durationMs: 0,
+        at: this.clock.now(),
+      });
+    } catch (error) {
+      this.options.logger.error({ err: error, approval: id }, "approval-audit-failed");
+    }
   }
 
   /** Requests still waiting for an answer in this process. */

@@ -11,6 +11,7 @@ export const securityFeature: MagpieFeature = {
       messenger: app.messenger,
       logger: app.logger,
       redactor: app.redactor,
+      authority: () => app.authority(),
     });
     app.setApprovalGate(gate);
     app.addButtonHandler((press) => gate.handleButton(press));

@@ -20,6 +20,12 @@ class RecordingMessenger implements Messenger {
 
 const target: ReplyTarget = { channel: "telegram", chatId: "42" };
 const owner = { channel: "telegram", chatId: "42", userId: "7", userName: "Owner" };
+const guest = { channel: "telegram", chatId: "42", userId: "2002", userName: "User2002" };
+/** User 7 is the owner; everyone else (user 2002, a group member) is a guest. */
+const authority = {
+  roleOf: (_channel: string, userId: string) => (userId === "7" ? ("owner" as const) : ("guest" as const)),
+  mayDeliver: () => true,
+};
 
 let store: Store;
 let messenger: RecordingMessenger;
@@ -32,6 +38,7 @@ beforeEach(() => {
     messenger,
     logger: silentLogger(),
     redactor: new Redactor().add("sk-live-SECRET-123"),
+    authority: () => authority,
   });
 });
 afterEach(() => {
@@ -114,6 +121,33 @@ describe("ChatApprovalGate", () => {
     expect(messenger.sent.at(-1)!.message.text).toContain("Approved: shell");
   });
 
+  it("a guest's Approve press and /approve are refused and audited; the owner still decides", async () => {
+    const pending = ask("shell rm -rf build/");
+    const id = requestId();
+    expect(gate.handleButton({ ...guest, isDirect: false, buttonId: `approve:${id}` })).toBe(true);
+    expect(messenger.sent.at(-1)?.message.text).toMatch(/Only an owner/);
+    expect(await command("approve", id, { userId: guest.userId, userName: guest.userName })).toMatch(
+      /Only an owner/,
+    );
+    expect(gate.pendingCount).toBe(1);
+    const refusals = store.audit
+      .recent(10, "approval")
+      .filter((entry) => entry.errorCode === "approval.not_owner");
+    expect(refusals).toHaveLength(2);
+    expect(refusals[0]!.arguments).toContain("telegram:2002");
+    gate.handleButton({ ...owner, isDirect: false, buttonId: `deny:${id}` });
+    expect(await pending).toBe("denied");
+    expect(gate.repository.get(id)?.decidedBy).toContain("7");
+  });
+
+  it("shows bidirectional and zero-width characters in the action as visible markers", async () => {
+    void ask("echo safe\u202E;txt.exe\u200B rm -rf ~");
+    const text = messenger.sent.at(-1)!.message.text;
+    expect(text).toContain("⟦U+202E⟧");
+    expect(text).toContain("⟦U+200B⟧");
+    expect(text).not.toMatch(/[\u202E\u200B]/);
+  });
+
   it("/deny <id> denies; a second decision is refused", async () => {
     const decision = ask();
     const id = requestId();
@@ -192,6 +226,7 @@ describe("ChatApprovalGate", () => {
       messenger,
       logger: silentLogger(),
       redactor: new Redactor(),
+      authority: () => authority,
     });
     expect(restarted.repository.get("abc12345")!.status).toBe("timeout");
   });
