@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { estimateMessageTokens } from "../llm/tokens.js";
 import type { ChatMessage, ChatModel } from "../llm/types.js";
+import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
 import type { OutboxOrigin } from "../store/outbox.js";
 import type { AccessControl } from "./access.js";
@@ -167,32 +168,45 @@ export class Router implements InboundSink {
   }
 
   /**
-   * After a restart: messages never started are queued again; turns that were running when the process died
-   * are reported to the user as interrupted (re-running them could repeat side effects).
+   * After a restart: messages never started are queued again (a session's are collected into one turn); a
+   * turn that was running when the process died is reported with one "interrupted" notice per session, however
+   * many messages it held (re-running it could repeat side effects).
    */
-  recover(): { resumed: number; interrupted: number } {
-    const { store, logger } = this.options;
+  recover(): { resumed: number; interrupted: number; notices: number } {
+    const { store, logger, clock } = this.options;
     let resumed = 0;
     let interrupted = 0;
+    const cutOff = new Map<string, InboxItem[]>();
     for (const item of store.inbox.unfinished()) {
       if (item.status === "pending") {
         this.queues.enqueue(item.sessionKey, item.id);
         resumed++;
       } else {
-        store.db.transaction(() => {
-          store.outbox.enqueue(
-            replyTargetOf(item.message),
-            { text: INTERRUPTED_REPLY, format: "plain" },
-            { origin: "notice", inboxId: item.id, at: this.options.clock.now() },
-          );
-          store.inbox.setStatus([item.id], "interrupted", this.options.clock.now());
-        })();
-        interrupted++;
+        const items = cutOff.get(item.sessionKey) ?? [];
+        items.push(item);
+        cutOff.set(item.sessionKey, items);
       }
     }
-    if (resumed || interrupted) logger.info({ resumed, interrupted }, "inbox-recovered");
+    for (const items of cutOff.values()) {
+      const last = items[items.length - 1]!;
+      store.db.transaction(() => {
+        store.outbox.enqueue(
+          replyTargetOf(last.message),
+          { text: INTERRUPTED_REPLY, format: "plain" },
+          { origin: "notice", inboxId: last.id, at: clock.now() },
+        );
+        store.inbox.setStatus(
+          items.map((item) => item.id),
+          "interrupted",
+          clock.now(),
+        );
+      })();
+      interrupted += items.length;
+    }
+    if (resumed || interrupted)
+      logger.info({ resumed, interrupted, notices: cutOff.size }, "inbox-recovered");
     this.options.outbox.wake();
-    return { resumed, interrupted };
+    return { resumed, interrupted, notices: cutOff.size };
   }
 
   /** Runs one prompt as an agent turn outside the chat queue (scheduled prompts, delegation). */

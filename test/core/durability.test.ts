@@ -141,6 +141,58 @@ describe("durability", () => {
     await llm.close();
   });
 
+  it("after a crash with hundreds of queued messages in one chat: one notice, every unstarted message answered once", async () => {
+    const llm = await startOpenAiFake();
+    harness = await startTestApp({ llm });
+    const dataDir = harness.dataDir;
+    await harness.stop({ keepData: true });
+    harness = undefined;
+
+    // The state a SIGKILL leaves: a turn holding 299 collected messages was running, 120 more waited behind it.
+    const store = Store.open(dataDir);
+    const base = {
+      channel: "test",
+      chatId: "busy",
+      userId: "u",
+      userName: "U",
+      isDirect: true,
+      mentionsBot: false,
+      attachments: [],
+      receivedAt: Date.now(),
+    };
+    for (let index = 0; index < 299; index++)
+      store.inbox.insert(
+        { ...base, messageId: `running-${index}`, text: `r${index}` },
+        "test:busy",
+        "processing",
+      );
+    for (let index = 0; index < 120; index++)
+      store.inbox.insert(
+        { ...base, messageId: `waiting-${index}`, text: `w${index}` },
+        "test:busy",
+        "pending",
+      );
+    store.close();
+
+    llm.script(reply.text("all 120 answered"));
+    harness = await startTestApp({ llm, dataDir });
+    const channel = harness.channel!;
+    await channel.waitForSent(2);
+    await harness.app.router.queues.idle();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(channel.texts().filter((text) => text.includes("interrupted"))).toHaveLength(1);
+    expect(channel.texts()).toEqual(expect.arrayContaining([INTERRUPTED_REPLY, "all 120 answered"]));
+    expect(channel.sent).toHaveLength(2);
+    // The 120 waiting messages went to the model together, in one turn.
+    expect(llm.requests).toHaveLength(1);
+    const prompt = JSON.stringify(llm.requests[0]!.messages);
+    expect(prompt).toContain("w0");
+    expect(prompt).toContain("w119");
+    llm.assertDone();
+    expect(harness.app.store.inbox.countByStatus()).toEqual({ done: 120, interrupted: 299 });
+    await llm.close();
+  });
+
   it("checkpoints a turn cut off by shutdown and re-runs it after the restart", async () => {
     const llm = await startOpenAiFake();
     harness = await startTestApp({ llm });
