@@ -4,6 +4,7 @@ import { accessMigration } from "./002-access.js";
 import { memoryMigration } from "./003-memory.js";
 import { schedulerMigration } from "./004-scheduler.js";
 import { approvalsMigration } from "./005-approvals.js";
+import { jobAuthorityMigration } from "./006-job-authority.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
 export interface Migration {
@@ -22,4 +23,5 @@ export const migrations: Migration[] = [
   schedulerMigration,
   memoryMigration,
   approvalsMigration,
+  jobAuthorityMigration,
 ];
