@@ -2,6 +2,7 @@ import { z } from "zod";
 import { GuardRefusal } from "../security/guard-refusal.js";
 import { ensureWorkspace } from "../security/path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
+import { toolSandbox } from "../security/sandbox.js";
 import { sanitizedEnv } from "../security/shell-env.js";
 import { checkShellPolicy } from "../security/shell-policy.js";
 import { defineTool, ToolError } from "./define-tool.js";
@@ -12,7 +13,7 @@ const PARTIAL_OUTPUT_CHARS = 4000;
 export const shellTool = defineTool({
   name: "shell",
   description:
-    "Run a shell command line with `sh -c` in the workspace (or cwd). Returns exit_code, stdout and stderr separately. The environment holds no secrets; long-running commands are killed at the timeout.",
+    "Run a shell command line with `sh -c` in the workspace (or cwd). Returns exit_code, stdout and stderr separately. Runs in a sandbox when one is available: the workspace is writable, the rest of the filesystem read-only, /tmp private and the home directory empty. The environment holds no secrets; long-running commands are killed at the timeout.",
   inputSchema: z.object({
     command: z.string().min(1).describe("The command line, e.g. 'ls -la' or 'df -h | head -5'."),
     cwd: z
@@ -46,6 +47,7 @@ export const shellTool = defineTool({
       timeoutMs,
       maxOutputBytes: settings.maxOutputBytes,
       signal: context.signal,
+      sandbox: await toolSandbox(context),
     });
     if (result.timedOut) {
       throw new ToolError(

@@ -1,8 +1,9 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
+import { probeSandbox, sandboxPlan } from "../../src/security/sandbox.js";
 import { sanitizedEnv } from "../../src/security/shell-env.js";
 import { runProcess } from "../../src/tools/process/run-process.js";
 import { createToolHarness, errorCode, type ToolHarness } from "./tool-harness.js";
@@ -16,6 +17,33 @@ async function harness(options: Parameters<typeof createToolHarness>[0] = {}) {
 afterEach(async () => {
   await Promise.all(harnesses.splice(0).map((item) => item.cleanup()));
 });
+
+const probe = await probeSandbox();
+/** Sandbox modes the kill tests run in: unsandboxed always, bwrap where it works here. */
+const SANDBOX_MODES: Array<"off" | "bwrap"> = probe.available ? ["off", "bwrap"] : ["off"];
+if (!probe.available) console.warn(`shell kill tests run unsandboxed only: ${probe.detail}`);
+
+let sleepCounter = 0;
+/** A sleep duration nobody else uses (about 30 s), so its processes can be found by command line. */
+function uniqueSleep(): string {
+  sleepCounter += 1;
+  return `30.${process.pid}${String(sleepCounter).padStart(3, "0")}`;
+}
+
+/** Host PIDs of live (non-zombie) processes whose command line contains `marker`. */
+function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const commandLine = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (commandLine.includes(marker) && isAlive(Number(entry))) found.push(Number(entry));
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return found;
+}
 
 /** Running (a killed process waiting to be reaped by init is a zombie: dead for our purposes). */
 function isAlive(pid: number): boolean {
@@ -93,30 +121,53 @@ describe("shell", () => {
     }
   });
 
-  it("kills the whole process group at the timeout (child of the child included)", async () => {
-    const shell = await harness({ tools: { shell: { timeoutSecs: 1 } } });
-    const pidFile = path.join(shell.workspace, "grandchild.pid");
-    const started = Date.now();
-    // The grandchild ignores SIGTERM, so only a group-wide kill (with SIGKILL follow-up) ends it.
-    const text = await shell.call("shell", {
-      command: `sh -c 'trap "" TERM; sleep 30 & echo $! > ${pidFile}; wait' & wait`,
+  // In the sandbox the command sees its own PID namespace, so the host's /proc is searched for a unique marker.
+  describe.each(SANDBOX_MODES)("process group kill (sandbox %s)", (sandbox) => {
+    it("kills the whole process group at the timeout (child of the child included)", async () => {
+      const shell = await harness({ tools: { shell: { timeoutSecs: 1, sandbox } } });
+      const marker = uniqueSleep();
+      const started = Date.now();
+      // The grandchild ignores SIGTERM, so only a group-wide kill (with SIGKILL follow-up) ends it.
+      const text = await shell.call("shell", {
+        command: `sh -c 'trap "" TERM; sleep ${marker} & wait' & wait`,
+      });
+      const elapsed = Date.now() - started;
+      expect(errorCode(text)).toBe("shell.timeout");
+      expect(text).toContain("timed out after 1000 ms");
+      expect(elapsed).toBeLessThan(5000);
+      expect(await waitUntil(() => processesWith(marker).length === 0, 3000)).toBe(true);
     });
-    const elapsed = Date.now() - started;
-    expect(errorCode(text)).toBe("shell.timeout");
-    expect(text).toContain("timed out after 1000 ms");
-    expect(elapsed).toBeLessThan(5000);
-    const grandchild = Number(await fs.readFile(pidFile, "utf8"));
-    expect(grandchild).toBeGreaterThan(0);
-    expect(await waitUntil(() => !isAlive(grandchild), 3000)).toBe(true);
-  });
 
-  it("a background job left behind after the command exits is killed too", async () => {
-    const shell = await harness({ tools: { shell: { timeoutSecs: 10 } } });
-    const started = Date.now();
-    const result = JSON.parse(await shell.call("shell", { command: "sleep 30 & echo $!" }));
-    expect(Date.now() - started).toBeLessThan(3000);
-    const pid = Number(result.stdout.trim());
-    expect(await waitUntil(() => !isAlive(pid), 3000)).toBe(true);
+    it("a background job left behind after the command exits is killed too", async () => {
+      const shell = await harness({ tools: { shell: { timeoutSecs: 10, sandbox } } });
+      const marker = uniqueSleep();
+      const started = Date.now();
+      const result = JSON.parse(await shell.call("shell", { command: `sleep ${marker} & echo started` }));
+      expect(result.stdout).toBe("started\n");
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(await waitUntil(() => processesWith(marker).length === 0, 3000)).toBe(true);
+    });
+
+    it("a cancelled turn (abort signal) kills the process group", async () => {
+      const marker = uniqueSleep();
+      const controller = new AbortController();
+      const started = Date.now();
+      setTimeout(() => controller.abort(), 300);
+      const result = await runProcess({
+        file: "/bin/sh",
+        args: ["-c", `trap "" TERM; sleep ${marker} & sleep ${marker}`],
+        cwd: "/tmp",
+        env: sanitizedEnv(),
+        timeoutMs: 20_000,
+        maxOutputBytes: 1000,
+        signal: controller.signal,
+        sandbox: sandbox === "off" ? undefined : sandboxPlan(parseConfig({}, { env: {}, cwd: "/tmp" })),
+      });
+      expect(result.aborted).toBe(true);
+      expect(result.timedOut).toBe(false);
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(await waitUntil(() => processesWith(marker).length === 0, 3000)).toBe(true);
+    });
   });
 
   it("caps output and says how much was dropped", async () => {
@@ -177,23 +228,5 @@ describe("shell", () => {
     expect(() =>
       parseConfig({ tools: { shell: { denyPatterns: ["rm (-rf"] } } }, { env: {}, cwd: "/tmp" }),
     ).toThrow(/tools\.shell\.denyPatterns\[0\].*regular expression/);
-  });
-
-  it("a cancelled turn (abort signal) kills the process group", async () => {
-    const controller = new AbortController();
-    const started = Date.now();
-    setTimeout(() => controller.abort(), 100);
-    const result = await runProcess({
-      file: "/bin/sh",
-      args: ["-c", "sleep 30 & sleep 30"],
-      cwd: "/tmp",
-      env: sanitizedEnv(),
-      timeoutMs: 20_000,
-      maxOutputBytes: 1000,
-      signal: controller.signal,
-    });
-    expect(result.aborted).toBe(true);
-    expect(result.timedOut).toBe(false);
-    expect(Date.now() - started).toBeLessThan(3000);
   });
 });

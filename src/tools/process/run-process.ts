@@ -1,3 +1,5 @@
+import { type SandboxPlan, sandboxArgv } from "../../security/sandbox.js";
+
 export interface RunProcessOptions {
   file: string;
   args: string[];
@@ -6,6 +8,8 @@ export interface RunProcessOptions {
   timeoutMs: number;
   maxOutputBytes: number;
   signal?: AbortSignal;
+  /** Run inside bubblewrap under this plan (undefined: unsandboxed). */
+  sandbox?: SandboxPlan;
 }
 
 export interface ProcessResult {
@@ -66,9 +70,17 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRes
   const stdout = new CappedBuffer(options.maxOutputBytes);
   const stderr = new CappedBuffer(options.maxOutputBytes);
   const { execa } = await import("execa");
-  const subprocess = execa(options.file, options.args, {
+  // In the sandbox bwrap leads the group; killing it tears down the PID namespace and everything in it.
+  const [file, args, env] = options.sandbox
+    ? [
+        "bwrap",
+        sandboxArgv(options.sandbox, options.cwd, [options.file, ...options.args]),
+        { ...options.env, TMPDIR: "/tmp" },
+      ]
+    : [options.file, options.args, options.env];
+  const subprocess = execa(file, args, {
     cwd: options.cwd,
-    env: options.env,
+    env,
     extendEnv: false,
     detached: true,
     buffer: false,
