@@ -1,5 +1,13 @@
 import path from "node:path";
-import { isWithin, type ResolvedPath } from "./path-resolver.js";
+import {
+  GUARD_PATHS,
+  isSensitivePath,
+  isSensitiveWritePath,
+  isSystemReadPath,
+  isSystemWritePath,
+} from "./guard-path-lists.js";
+import { isMagpieState, type MagpieStatePaths } from "./magpie-state.js";
+import type { ResolvedPath } from "./path-resolver.js";
 
 export type SecurityLevel = "low" | "medium" | "high";
 export type Verdict = "deny" | "warn" | "allow";
@@ -13,6 +21,7 @@ export type FileGuardRuleId =
   | "file.sensitive_path_write"
   | "file.outside_workspace_write"
   | "file.protected_file_overwrite"
+  | "file.magpie_state"
   | "file.apply_patch_delete_many";
 
 export interface FileGuardRule {
@@ -66,6 +75,12 @@ export const FILE_GUARD_RULES: Record<FileGuardRuleId, FileGuardRule> = {
     suggestion: "use `git config` or edit by hand",
     verdicts: { low: "deny", medium: "deny", high: "warn" },
   },
+  "file.magpie_state": {
+    id: "file.magpie_state",
+    why: "Magpie's config, loaded .env files, database, spill and install directory hold its credentials and its allowlist",
+    suggestion: "ask the owner to change the configuration by hand",
+    verdicts: { low: "deny", medium: "deny", high: "deny" },
+  },
   "file.apply_patch_delete_many": {
     id: "file.apply_patch_delete_many",
     why: "deleting 5 or more files in one patch suggests a hallucinated clean-up",
@@ -77,25 +92,6 @@ export const FILE_GUARD_RULES: Record<FileGuardRuleId, FileGuardRule> = {
 /** Patches deleting at least this many files trigger `file.apply_patch_delete_many`. */
 export const MASS_DELETE_THRESHOLD = 5;
 
-const SYSTEM_READ_PREFIXES = ["/proc", "/sys", "/dev"];
-const SYSTEM_WRITE_PREFIXES = [
-  "/etc",
-  "/usr",
-  "/boot",
-  "/sbin",
-  "/bin",
-  "/lib",
-  "/lib64",
-  "/proc",
-  "/sys",
-  "/dev",
-];
-const SENSITIVE_EXACT = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
-const SENSITIVE_HOME_PREFIXES = [".ssh", ".gnupg", ".aws", ".config/gcloud"];
-const SENSITIVE_BASENAMES = [".env", ".netrc"];
-const SHELL_RC_FILES = [".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile"];
-const PROTECTED_COMPONENT = ".git";
-
 /** One rule that matched a path, with the verdict the current level gives it. */
 export interface GuardFinding {
   rule: FileGuardRule;
@@ -104,49 +100,49 @@ export interface GuardFinding {
   path: string;
 }
 
-function isSensitive(candidate: string, home: string): boolean {
-  if (SENSITIVE_EXACT.includes(candidate)) return true;
-  if (SENSITIVE_HOME_PREFIXES.some((prefix) => isWithin(candidate, path.join(home, prefix)))) return true;
-  return SENSITIVE_BASENAMES.includes(path.basename(candidate));
-}
-
-function isShellStartupFile(candidate: string, home: string): boolean {
-  return SHELL_RC_FILES.some((file) => candidate === path.join(home, file));
+/** What a path is judged against besides the workspace: the home directory and Magpie's own state. */
+export interface JudgeScope {
+  home: string;
+  state: MagpieStatePaths;
 }
 
 /**
- * Judges one resolved path for a read or a write. Both the lexical and the real path are checked, so a
- * symlink can neither hide a sensitive target nor make a sensitive name look harmless.
+ * Judges one resolved path for a read or a write. The lexical path, the real path and every sensitive or state
+ * file the path is a hard link of are all checked, so neither a symlink nor a hard link can hide a sensitive
+ * target, and a sensitive name can't be made to look harmless.
  */
 export function judgePath(
   resolved: ResolvedPath,
   access: FileAccess,
   level: SecurityLevel,
-  home: string,
+  scope: JudgeScope,
 ): GuardFinding[] {
-  const candidates = [...new Set([resolved.real, resolved.lexical])];
-  const matched = new Set<FileGuardRuleId>();
+  const candidates = [...new Set([resolved.real, resolved.lexical, ...(resolved.sameFileAs ?? [])])];
+  // Each rule remembers the first candidate it matched, so a refusal can name the file a hard link stands for.
+  const matched = new Map<FileGuardRuleId, string>();
+  const match = (id: FileGuardRuleId, candidate: string) => {
+    if (!matched.has(id)) matched.set(id, candidate);
+  };
   for (const candidate of candidates) {
+    if (isMagpieState(candidate, scope.state)) match("file.magpie_state", candidate);
     if (access === "read") {
-      if (SYSTEM_READ_PREFIXES.some((prefix) => isWithin(candidate, prefix)))
-        matched.add("file.system_path_read");
-      if (isSensitive(candidate, home)) matched.add("file.sensitive_path_read");
+      if (isSystemReadPath(candidate)) match("file.system_path_read", candidate);
+      if (isSensitivePath(candidate, scope.home)) match("file.sensitive_path_read", candidate);
     } else {
-      if (SYSTEM_WRITE_PREFIXES.some((prefix) => isWithin(candidate, prefix)))
-        matched.add("file.system_path_write");
-      if (isSensitive(candidate, home) || isShellStartupFile(candidate, home))
-        matched.add("file.sensitive_path_write");
-      if (candidate.split(path.sep).includes(PROTECTED_COMPONENT))
-        matched.add("file.protected_file_overwrite");
+      if (isSystemWritePath(candidate)) match("file.system_path_write", candidate);
+      if (isSensitiveWritePath(candidate, scope.home)) match("file.sensitive_path_write", candidate);
+      if (candidate.split(path.sep).includes(GUARD_PATHS.protectedComponent))
+        match("file.protected_file_overwrite", candidate);
     }
   }
   if (!resolved.insideWorkspace) {
-    matched.add(access === "read" ? "file.outside_workspace_read" : "file.outside_workspace_write");
+    match(access === "read" ? "file.outside_workspace_read" : "file.outside_workspace_write", resolved.real);
   }
-  return [...matched].map((id) => ({
+  const aliases = new Set(resolved.sameFileAs ?? []);
+  return [...matched].map(([id, candidate]) => ({
     rule: FILE_GUARD_RULES[id],
     verdict: FILE_GUARD_RULES[id].verdicts[level],
-    path: resolved.real,
+    path: aliases.has(candidate) ? `${resolved.real} (a hard link of ${candidate})` : resolved.real,
   }));
 }
 

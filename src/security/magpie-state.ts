@@ -2,6 +2,7 @@ import { existsSync, readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MagpieConfig } from "../config/schema.js";
+import { isWithin } from "./guard-path-lists.js";
 
 /** Magpie's own state (DESIGN.md → Security, rule `file.magpie_state`): what the agent's tools must never reach. */
 export interface MagpieStatePaths {
@@ -75,11 +76,6 @@ export function magpieStatePaths(
       ),
     ]),
   };
-}
-
-function isWithin(child: string, parent: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
 }
 
 /**

@@ -3,6 +3,7 @@ import type { ToolContext } from "../tools/context.js";
 import { ToolError } from "../tools/define-tool.js";
 import { type FileAccess, type GuardFinding, judgePath, strictest } from "./file-guard.js";
 import { GuardRefusal } from "./guard-refusal.js";
+import { isMagpieState } from "./magpie-state.js";
 import { type PathScope, type ResolvedPath, resolveToolPath, scopeOf } from "./path-resolver.js";
 
 /** Normalizes a path and enforces the file guard for one read or write; returns where it really lands. */
@@ -15,7 +16,7 @@ export async function guardPath(
   const resolved = await resolveToolPath(requested, scope);
   await enforceFindings(
     context,
-    judgePath(resolved, access, context.config.security.level, scope.home),
+    judgePath(resolved, access, context.config.security.level, scope),
     `${access} ${resolved.real}`,
   );
   return resolved;
@@ -31,6 +32,14 @@ export async function ensureWorkspace(context: ToolContext): Promise<PathScope> 
 export function guardScope(context: ToolContext): PathScope {
   const home = typeof context.services.homeDir === "string" ? context.services.homeDir : undefined;
   return scopeOf(context.config, home);
+}
+
+/**
+ * For walks (file_list, file_find, file_grep) of a directory the guard let through: true for an entry that is
+ * Magpie's own state, so it is neither listed nor read (an allowed path may contain the install directory).
+ */
+export function hiddenFromWalk(scope: PathScope): (absolute: string) => boolean {
+  return (absolute) => isMagpieState(absolute, scope.state);
 }
 
 /**
@@ -51,10 +60,13 @@ export async function enforceFindings(
       `Refused by ${worst.rule.id} (security.level ${context.config.security.level}): ${worst.path} — ${hint}`,
     );
   }
-  if (context.config.security.approvals.require.includes("guard:warn") && !context.canAsk) {
+  if (
+    context.config.security.approvals.require.includes("guard:warn") &&
+    (!context.canAsk || !context.approver)
+  ) {
     throw new GuardRefusal(
       worst.rule.id,
-      `Refused by ${worst.rule.id}: ${worst.path} needs an owner's approval (Warn at security.level ${context.config.security.level}) and there is no one to ask in this ${context.origin} turn — ${hint}`,
+      `Refused by ${worst.rule.id}: ${worst.path} needs an owner's approval (Warn at security.level ${context.config.security.level}) and there is no one to ask in this ${context.origin === "user" ? "guest's turn" : `${context.origin} turn`}; nothing was done — ${hint}`,
     );
   }
   for (const finding of findings) {

@@ -1,9 +1,11 @@
-import { constants as fsConstants } from "node:fs";
+import { constants as fsConstants, type Stats } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
 import { ToolError } from "../tools/define-tool.js";
+import { GUARD_PATHS, isWithin, sensitiveLocations } from "./guard-path-lists.js";
+import { type MagpieStatePaths, magpieStatePaths } from "./magpie-state.js";
 
 /** A tool path after normalization: where it really lands, judged by the file guard. */
 export interface ResolvedPath {
@@ -17,40 +19,31 @@ export interface ResolvedPath {
   isDirectory: boolean;
   /** Hard links > 1 on a regular file: another name for it may live anywhere on the filesystem. */
   hardLinked: boolean;
+  /** For a hard-linked file: the sensitive or Magpie-state files it is another name of (same device and inode). */
+  sameFileAs?: string[];
   /** Inside the workspace or an allowed path (and not under the system blocklist). */
   insideWorkspace: boolean;
 }
 
-/**
- * Directories that never count as inside the workspace, even when listed in `tools.files.allowedPaths`
- * (DESIGN.md system blocklist).
- */
-export const SYSTEM_BLOCKLIST = [
-  "/etc",
-  "/bin",
-  "/sbin",
-  "/usr/bin",
-  "/usr/sbin",
-  "/usr/lib",
-  "/boot",
-  "/dev",
-  "/proc",
-  "/sys",
-  "/lib",
-  "/lib64",
-  "/usr/local/bin",
-  "/usr/local/sbin",
-];
+/** Directories that never count as inside the workspace, even when listed in `tools.files.allowedPaths`. */
+export const SYSTEM_BLOCKLIST: readonly string[] = GUARD_PATHS.neverInside;
 
 /** Where paths are judged from: the workspace, allowed paths and home directory. */
 export interface PathScope {
   workspace: string;
   allowedPaths: string[];
   home: string;
+  /** Magpie's own state (rule `file.magpie_state`). */
+  state: MagpieStatePaths;
 }
 
 export function scopeOf(config: MagpieConfig, home = os.homedir()): PathScope {
-  return { workspace: config.workspace, allowedPaths: config.tools.files.allowedPaths, home };
+  return {
+    workspace: config.workspace,
+    allowedPaths: config.tools.files.allowedPaths,
+    home,
+    state: magpieStatePaths(config, home),
+  };
 }
 
 /** `~` and `~/x` → the home directory. `~user` is not expanded (it stays a literal relative name). */
@@ -60,11 +53,7 @@ export function expandHome(requested: string, home: string): string {
   return requested;
 }
 
-/** True when `child` is `parent` or below it (both absolute, normalized). */
-export function isWithin(child: string, parent: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
-}
+export { isWithin };
 
 /** Real path of an existing path, or of its nearest existing ancestor joined with the missing rest. */
 export async function realPathOf(absolute: string): Promise<{ real: string; exists: boolean }> {
@@ -123,10 +112,12 @@ export async function resolveToolPath(requested: string, scope: PathScope): Prom
   const { real, exists } = await realPathOf(lexical);
   let isDirectory = false;
   let hardLinked = false;
+  let sameFileAs: string[] = [];
   if (exists) {
     const stats = await fs.stat(real);
     isDirectory = stats.isDirectory();
     hardLinked = stats.isFile() && stats.nlink > 1;
+    if (hardLinked) sameFileAs = (await guardedNamesOf(stats, scope)).filter((other) => other !== real);
   }
   const roots = await realRoots(scope);
   const insideWorkspace =
@@ -134,7 +125,58 @@ export async function resolveToolPath(requested: string, scope: PathScope): Prom
     !isBlocklisted(real) &&
     !isBlocklisted(lexical) &&
     roots.some((root) => isWithin(real, root));
-  return { requested, lexical, real, exists, isDirectory, hardLinked, insideWorkspace };
+  return { requested, lexical, real, exists, isDirectory, hardLinked, sameFileAs, insideWorkspace };
+}
+
+/** How deep the sensitive and state directories are searched for another name of a hard-linked file. */
+const ALIAS_SEARCH_DEPTH = 3;
+/** At most this many files are compared, so a huge directory can't stall a call. */
+const ALIAS_SEARCH_BUDGET = 4000;
+const ALIAS_SEARCH_SKIPPED = new Set(["node_modules", ".git"]);
+
+/**
+ * The sensitive and Magpie-state files that are the same file (device and inode) as `target`: a hard link in the
+ * workspace to `~/.aws/credentials` or to the config is judged as that file.
+ */
+async function guardedNamesOf(target: Stats, scope: PathScope): Promise<string[]> {
+  const sensitive = sensitiveLocations(scope.home);
+  const roots = [...sensitive.files, ...sensitive.directories, ...scope.state.protected];
+  const exceptions = scope.state.exceptions;
+  const budget = { left: ALIAS_SEARCH_BUDGET };
+  const files: string[] = [];
+  for (const root of new Set(roots)) await collectFiles(root, ALIAS_SEARCH_DEPTH, exceptions, budget, files);
+  const matches = await Promise.all(
+    files.map(async (file) => {
+      const stats = await fs.stat(file).catch(() => null);
+      return stats && stats.dev === target.dev && stats.ino === target.ino ? file : null;
+    }),
+  );
+  return [...new Set(matches.filter((file): file is string => file !== null))];
+}
+
+async function collectFiles(
+  entry: string,
+  depth: number,
+  exceptions: string[],
+  budget: { left: number },
+  out: string[],
+): Promise<void> {
+  if (budget.left <= 0) return;
+  const stats = await fs.lstat(entry).catch(() => null);
+  if (!stats) return;
+  if (stats.isFile()) {
+    budget.left--;
+    out.push(entry);
+    return;
+  }
+  // The workspace inside dataDir is the agent's own: its files stand for nothing guarded.
+  if (!stats.isDirectory() || depth <= 0 || exceptions.some((exception) => isWithin(entry, exception)))
+    return;
+  const children = await fs.readdir(entry).catch(() => [] as string[]);
+  for (const child of children) {
+    if (ALIAS_SEARCH_SKIPPED.has(child)) continue;
+    await collectFiles(path.join(entry, child), depth - 1, exceptions, budget, out);
+  }
 }
 
 /** True when the path may be opened for reading by this process (used for clearer errors). */

@@ -72,7 +72,7 @@ export const applyPatchTool = defineTool({
           `${target} appears twice in the patch; merge its hunks into one section.`,
         );
       seen.add(resolved.real);
-      findings.push(...judgePath(resolved, "write", level, scope.home));
+      findings.push(...judgePath(resolved, "write", level, scope));
       planned.push({ file, kind, resolved });
     }
     const deletions = judgeDeletions(planned.filter((change) => change.kind === "delete").length, level);

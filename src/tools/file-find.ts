@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import picomatch from "picomatch";
 import { z } from "zod";
-import { guardPath } from "../security/path-guard.js";
+import { guardPath, guardScope, hiddenFromWalk } from "../security/path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { ancestorsWithin, walk } from "./files/walk.js";
@@ -31,11 +31,13 @@ export const fileFindTool = defineTool({
     if (!resolved.isDirectory)
       throw new ToolError("file.not_directory", `${input.path ?? "."} is not a directory.`);
     const matches = picomatch(input.pattern, { dot: true });
+    const hidden = hiddenFromWalk(guardScope(context));
     const found: Array<{ path: string; mtimeMs: number }> = [];
     let scanned = 0;
     for await (const entry of walk(resolved.real, {
       recursive: true,
       inheritedIgnoreFrom: ancestorsWithin(resolved.real, context.config.workspace),
+      exclude: hidden,
     })) {
       if (++scanned > MAX_SCANNED) break;
       if (entry.kind === "directory" || !matches(entry.relative)) continue;

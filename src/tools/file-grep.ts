@@ -1,8 +1,8 @@
 import fs from "node:fs/promises";
 import picomatch from "picomatch";
 import { z } from "zod";
-import { judgePath, type SecurityLevel } from "../security/file-guard.js";
-import { guardPath, guardScope } from "../security/path-guard.js";
+import { type JudgeScope, judgePath, type SecurityLevel } from "../security/file-guard.js";
+import { guardPath, guardScope, hiddenFromWalk } from "../security/path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { ancestorsWithin, walk } from "./files/walk.js";
@@ -17,7 +17,7 @@ const MAX_FILES_SCANNED = 20_000;
  * keys, another name of a hard-linked file): its content stays out of the results. Being outside the workspace
  * is not re-judged here — the search root already was.
  */
-function contentHidden(file: string, linkCount: number, level: SecurityLevel, home: string): boolean {
+function contentHidden(file: string, linkCount: number, level: SecurityLevel, scope: JudgeScope): boolean {
   if (linkCount > 1) return true;
   const findings = judgePath(
     {
@@ -31,7 +31,7 @@ function contentHidden(file: string, linkCount: number, level: SecurityLevel, ho
     },
     "read",
     level,
-    home,
+    scope,
   );
   return findings.some((finding) => finding.verdict !== "allow");
 }
@@ -81,6 +81,7 @@ export const fileGrepTool = defineTool({
       ? walk(resolved.real, {
           recursive: true,
           inheritedIgnoreFrom: ancestorsWithin(resolved.real, context.config.workspace),
+          exclude: hiddenFromWalk(scope),
         })
       : single(resolved.real);
     for await (const entry of candidates) {
@@ -94,7 +95,7 @@ export const fileGrepTool = defineTool({
       }
       const isRoot = entry.absolute === resolved.real;
       if (
-        (!isRoot && contentHidden(entry.absolute, stats.nlink, level, scope.home)) ||
+        (!isRoot && contentHidden(entry.absolute, stats.nlink, level, scope)) ||
         stats.size > context.config.tools.files.maxFileSizeBytes
       ) {
         skipped.push(displayPath(context, entry.absolute));

@@ -1,6 +1,6 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
-import { guardPath } from "../security/path-guard.js";
+import { guardPath, guardScope, hiddenFromWalk } from "../security/path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { ancestorsWithin, walk } from "./files/walk.js";
@@ -35,12 +35,20 @@ export const fileListTool = defineTool({
     if (!resolved.isDirectory)
       throw new ToolError("file.not_directory", `${input.path} is a file; use file_read to read it.`);
     const max = input.max_entries ?? DEFAULT_MAX;
+    const isState = hiddenFromWalk(guardScope(context));
+    let hiddenCount = 0;
+    const hidden = (absolute: string) => {
+      if (!isState(absolute)) return false;
+      hiddenCount++;
+      return true;
+    };
     const lines: string[] = [];
     let truncated = false;
     for await (const entry of walk(resolved.real, {
       recursive: input.recursive ?? false,
       respectIgnore: !input.include_ignored,
       inheritedIgnoreFrom: ancestorsWithin(resolved.real, context.config.workspace),
+      exclude: hidden,
     })) {
       if (lines.length >= max) {
         truncated = true;
@@ -58,7 +66,8 @@ export const fileListTool = defineTool({
       }
     }
     const shown = displayPath(context, resolved.real) || ".";
-    const header = `${shown}/ — ${lines.length} entr${lines.length === 1 ? "y" : "ies"}${truncated ? ` (stopped at ${max}; narrow the path or raise max_entries)` : ""}`;
+    const hiddenNote = hiddenCount ? ` (${hiddenCount} hidden by file.magpie_state: Magpie's own state)` : "";
+    const header = `${shown}/ — ${lines.length} entr${lines.length === 1 ? "y" : "ies"}${hiddenNote}${truncated ? ` (stopped at ${max}; narrow the path or raise max_entries)` : ""}`;
     return lines.length ? `${header}\n${lines.join("\n")}` : `${header} (empty)`;
   },
 });

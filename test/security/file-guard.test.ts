@@ -5,6 +5,7 @@ import { addressProblem } from "../../src/security/ssrf-address.js";
 
 const HOME = "/home/pi";
 const WORKSPACE = "/home/pi/magpie/workspace";
+const SCOPE = { home: HOME, state: { protected: [], exceptions: [] } };
 
 function at(real: string, lexical = real): ResolvedPath {
   const inside = real.startsWith(`${WORKSPACE}/`) || real === WORKSPACE;
@@ -19,7 +20,7 @@ function at(real: string, lexical = real): ResolvedPath {
   };
 }
 const rules = (path: string, access: "read" | "write", lexical?: string) =>
-  judgePath(at(path, lexical), access, "medium", HOME)
+  judgePath(at(path, lexical), access, "medium", SCOPE)
     .map((finding) => finding.rule.id)
     .sort();
 
@@ -42,10 +43,34 @@ describe("file guard path lists", () => {
     expect(rules(`${HOME}/.sshd_notes`, "read")).toEqual(["file.outside_workspace_read"]);
   });
 
-  it("matches system paths for reads and writes", () => {
-    expect(rules("/proc/1/environ", "read")).toContain("file.system_path_read");
-    expect(rules("/dev/mem", "read")).toContain("file.system_path_read");
-    expect(rules("/etc/hosts", "read")).toEqual(["file.outside_workspace_read"]);
+  it("matches the system read list at every level, so /etc/passwd is refused", () => {
+    for (const path of [
+      "/proc/1/environ",
+      "/sys/class/gpio/export",
+      "/dev/mem",
+      "/etc/passwd",
+      "/etc/hosts",
+      "/boot/config.txt",
+      "/bin/sh",
+      "/sbin/init",
+      "/usr/bin/env",
+      "/usr/sbin/sshd",
+      "/usr/lib/os-release",
+      "/usr/libexec/sudo/sudoers.so",
+      "/private/etc/master.passwd",
+      "/private/var/db/dslocal",
+    ]) {
+      expect(rules(path, "read"), path).toContain("file.system_path_read");
+      for (const level of ["low", "medium", "high"] as const)
+        expect(strictest(judgePath(at(path), "read", level, SCOPE))?.verdict, `${path} ${level}`).toBe(
+          "deny",
+        );
+    }
+    expect(rules("/etcetera/file", "read")).toEqual(["file.outside_workspace_read"]);
+    expect(rules("/usr/share/doc/x", "read")).toEqual(["file.outside_workspace_read"]);
+  });
+
+  it("matches system paths for writes", () => {
     for (const path of [
       "/etc/hosts",
       "/usr/local/bin/x",
@@ -60,10 +85,40 @@ describe("file guard path lists", () => {
     expect(rules("/etcetera/file", "write")).toEqual(["file.outside_workspace_write"]);
   });
 
-  it("matches shell start-up files (exact) and .git internals for writes only", () => {
-    for (const file of [".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile"]) {
-      expect(rules(`${HOME}/${file}`, "write"), file).toContain("file.sensitive_path_write");
+  it("matches the whole sensitive write list at every level: start-up files, their directories, crontabs", () => {
+    const paths = [
+      ...[".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile"].map((f) => `${HOME}/${f}`),
+      ...[".zshrc", ".zprofile", ".zshenv", ".zlogin", ".gitconfig"].map((f) => `${HOME}/${f}`),
+      `${HOME}/.config/git/config`,
+      `${HOME}/.config/git/attributes`,
+      `${HOME}/.config/fish/config.fish`,
+      `${HOME}/.config/systemd/user/evil.service`,
+      `${HOME}/.config/autostart/evil.desktop`,
+      `${HOME}/.local/share/systemd/user/evil.timer`,
+      `${HOME}/.ssh/authorized_keys`,
+      `${HOME}/.ssh/config`,
+      `${HOME}/.gnupg/gpg.conf`,
+      `${HOME}/.aws/config`,
+      `${HOME}/.config/gcloud/credentials.db`,
+      `${HOME}/.netrc`,
+      `${WORKSPACE}/.env`,
+      "/var/spool/cron/crontabs/pi",
+      "/var/spool/cron/root",
+      "/etc/crontab",
+      "/etc/cron.d/evil",
+      "/etc/cron.hourly/evil",
+      "/etc/shadow",
+    ];
+    for (const path of paths) {
+      expect(rules(path, "write"), path).toContain("file.sensitive_path_write");
+      for (const level of ["low", "medium", "high"] as const)
+        expect(strictest(judgePath(at(path), "write", level, SCOPE))?.verdict, `${path} ${level}`).toBe(
+          "deny",
+        );
     }
+  });
+
+  it("start-up files count only in the home directory; .git internals only for writes", () => {
     expect(rules(`${WORKSPACE}/.bashrc`, "write")).toEqual([]);
     expect(rules(`${WORKSPACE}/repo/.git/config`, "write")).toEqual(["file.protected_file_overwrite"]);
     expect(rules(`${WORKSPACE}/repo/.git/config`, "read")).toEqual([]);
@@ -79,14 +134,60 @@ describe("file guard path lists", () => {
 
   it("applies the level columns and picks the strictest verdict", () => {
     const outside = at("/srv/data/file.txt");
-    expect(strictest(judgePath(outside, "read", "low", HOME))?.verdict).toBe("deny");
-    expect(strictest(judgePath(outside, "read", "medium", HOME))?.verdict).toBe("warn");
-    expect(strictest(judgePath(outside, "read", "high", HOME))?.verdict).toBe("allow");
+    expect(strictest(judgePath(outside, "read", "low", SCOPE))?.verdict).toBe("deny");
+    expect(strictest(judgePath(outside, "read", "medium", SCOPE))?.verdict).toBe("warn");
+    expect(strictest(judgePath(outside, "read", "high", SCOPE))?.verdict).toBe("allow");
     const key = at(`${HOME}/.ssh/id_rsa`);
-    expect(strictest(judgePath(key, "read", "high", HOME))?.rule.id).toBe("file.sensitive_path_read");
+    expect(strictest(judgePath(key, "read", "high", SCOPE))?.rule.id).toBe("file.sensitive_path_read");
     expect(judgeDeletions(4, "low")).toBeNull();
     expect(judgeDeletions(5, "medium")?.verdict).toBe("warn");
-    expect(Object.keys(FILE_GUARD_RULES)).toHaveLength(8);
+    expect(Object.keys(FILE_GUARD_RULES)).toHaveLength(9);
+  });
+});
+
+describe("file.magpie_state", () => {
+  const state = {
+    protected: ["/opt/magpie", "/opt/magpie/config/magpie.yaml", "/srv/magpie-data", `${WORKSPACE}/.env`],
+    exceptions: ["/srv/magpie-data/workspace"],
+  };
+  const scope = { home: HOME, state };
+
+  it("is Deny at every level for reads and writes, inside the workspace too", () => {
+    for (const path of [
+      "/opt/magpie/config/magpie.yaml",
+      "/opt/magpie/dist/index.js",
+      "/srv/magpie-data/magpie.db",
+      "/srv/magpie-data/spill/spill-0123456789abcdef.txt",
+      "/srv/magpie-data",
+      `${WORKSPACE}/.env`,
+    ]) {
+      for (const access of ["read", "write"] as const) {
+        for (const level of ["low", "medium", "high"] as const) {
+          const worst = strictest(judgePath(at(path), access, level, scope));
+          expect(worst?.rule.id, `${path} ${access} ${level}`).toBe("file.magpie_state");
+          expect(worst?.verdict).toBe("deny");
+          expect(worst?.rule.suggestion).toBe("ask the owner to change the configuration by hand");
+        }
+      }
+    }
+  });
+
+  it("leaves the workspace inside dataDir reachable, and judges the lexical and hard-link names too", () => {
+    const inWorkspace = { ...at("/srv/magpie-data/workspace/notes.md"), insideWorkspace: true };
+    expect(judgePath(inWorkspace, "read", "low", scope)).toEqual([]);
+    expect(
+      strictest(judgePath(at(`${WORKSPACE}/notes.md`, "/opt/magpie/.env"), "read", "high", scope))?.rule.id,
+    ).toBe("file.magpie_state");
+    const hardLink = { ...at(`${WORKSPACE}/innocent.txt`), hardLinked: true, insideWorkspace: false };
+    const aliased = { ...hardLink, sameFileAs: ["/opt/magpie/config/magpie.yaml"] };
+    expect(strictest(judgePath(hardLink, "read", "high", scope))?.verdict).toBe("allow");
+    const finding = strictest(judgePath(aliased, "read", "high", scope))!;
+    expect(finding).toMatchObject({ verdict: "deny", rule: { id: "file.magpie_state" } });
+    expect(finding.path).toContain("a hard link of /opt/magpie/config/magpie.yaml");
+    const credentials = { ...hardLink, sameFileAs: [`${HOME}/.aws/credentials`] };
+    expect(strictest(judgePath(credentials, "read", "medium", scope))?.rule.id).toBe(
+      "file.sensitive_path_read",
+    );
   });
 });
 

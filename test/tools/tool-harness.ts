@@ -4,6 +4,7 @@ import path from "node:path";
 import { parseConfig } from "../../src/config/load.js";
 import type { MagpieConfig } from "../../src/config/schema.js";
 import type { ApprovalGate, ApprovalRequest } from "../../src/core/approvals.js";
+import type { ToolCallContext } from "../../src/core/tool-runtime.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { Redactor } from "../../src/security/redact.js";
 import { Store } from "../../src/store/index.js";
@@ -38,6 +39,13 @@ export interface HarnessOptions {
   tools?: Record<string, unknown>;
   services?: Record<string, unknown>;
   redactor?: Redactor;
+  /** Leave `security.approvals.require` at its real default (`["guard:warn"]`) instead of `require`'s `[]`. */
+  defaultApprovals?: boolean;
+  /** The config file and `.env` files Magpie "loaded" (they become Magpie's state for `file.magpie_state`). */
+  sourcePath?: string;
+  envFiles?: string[];
+  /** Overrides of the call context (a job's turn: `{ origin: "schedule", canAsk: false }`). */
+  callContext?: Partial<ToolCallContext>;
 }
 
 export interface ToolHarness {
@@ -77,11 +85,13 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
       workspace,
       security: {
         level: options.level ?? "medium",
-        approvals: { require: options.require ?? [], timeoutSecs: 5 },
+        approvals: options.defaultApprovals
+          ? { timeoutSecs: 5 }
+          : { require: options.require ?? [], timeoutSecs: 5 },
       },
       tools: options.tools ?? {},
     },
-    { env: {}, cwd: root },
+    { env: {}, cwd: root, sourcePath: options.sourcePath ?? null, envFiles: options.envFiles ?? [] },
   );
   const store = Store.open(":memory:");
   const approvalRequests: ApprovalRequest[] = [];
@@ -123,7 +133,11 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
           origin: "user" as const,
           sender: { channel: "test", userId: "owner", role: "owner" as const },
           canAsk: true,
-          approver: { target: { channel: "test", chatId: "chat" }, identity: { channel: "test", userId: "owner", role: "owner" as const } },
+          approver: {
+            target: { channel: "test", chatId: "chat" },
+            identity: { channel: "test", userId: "owner", role: "owner" as const },
+          },
+          ...options.callContext,
         },
       ),
     cleanup: async () => {

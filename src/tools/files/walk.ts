@@ -32,15 +32,21 @@ function isIgnored(layers: IgnoreLayer[], absolute: string, isDirectory: boolean
   });
 }
 
+export interface WalkOptions {
+  recursive: boolean;
+  respectIgnore?: boolean;
+  inheritedIgnoreFrom?: string[];
+  /** Entries for which this returns true are neither yielded nor entered (Magpie's own state). */
+  exclude?: (absolute: string) => boolean;
+}
+
 /**
  * Walks a directory tree honouring .gitignore and .magpieignore at every level (and never entering `.git`).
  * Symlinked directories are not followed, so a walk cannot leave the tree it started in.
  */
 export async function* walk(
   root: string,
-  options: { recursive: boolean; respectIgnore?: boolean; inheritedIgnoreFrom?: string[] } = {
-    recursive: true,
-  },
+  options: WalkOptions = { recursive: true },
 ): AsyncGenerator<WalkEntry> {
   const respectIgnore = options.respectIgnore ?? true;
   const initialLayers: IgnoreLayer[] = [];
@@ -63,6 +69,7 @@ export async function* walk(
     for (const entry of entries) {
       if (ALWAYS_SKIPPED.has(entry.name)) continue;
       const absolute = path.join(directory, entry.name);
+      if (options.exclude?.(absolute)) continue;
       const kind = entry.isSymbolicLink()
         ? "symlink"
         : entry.isDirectory()
