@@ -2,6 +2,7 @@ import type { MagpieConfig } from "../config/schema.js";
 import type { ChannelAccessConfig } from "../config/sections/channels.js";
 import type { AccessControl, AccessDecision } from "../core/access.js";
 import type { ButtonPress, InboundMessage } from "../core/types.js";
+import { Authority } from "./authority.js";
 import type { PairingStore } from "./pairing.js";
 
 const CHAT_CHANNELS = ["telegram", "discord", "slack"] as const;
@@ -31,10 +32,15 @@ export function pairingReply(channel: string, code: string): string {
  * It runs before the inbox write, so a denied message reaches no LLM, tool or memory.
  */
 export class ChannelAccessControl implements AccessControl {
+  private readonly authority: Authority;
+
   constructor(
     private readonly config: MagpieConfig,
     private readonly pairing: PairingStore,
-  ) {}
+    authority?: Authority,
+  ) {
+    this.authority = authority ?? new Authority(config, pairing);
+  }
 
   check(message: InboundMessage): AccessDecision {
     if (message.channel === "console") return { allow: true };
@@ -69,11 +75,9 @@ export class ChannelAccessControl implements AccessControl {
     return this.checkDirect(asMessage, rules).allow;
   }
 
-  /** True when `userId` may act as the owner on `channel` (allowFrom or paired): used by `/pair approve`. */
+  /** True when `userId` is an owner on `channel` (allowFrom or paired) — the one answer lives in Authority. */
   isKnownSender(channel: string, userId: string): boolean {
-    if (channel === "console") return true;
-    if (!isChatChannel(channel)) return false;
-    return this.rulesOf(channel).allowFrom.includes(userId) || this.pairing.isApproved(channel, userId);
+    return this.authority.isOwner(channel, userId);
   }
 
   private rulesOf(channel: ChatChannel): ChannelAccessConfig {
@@ -90,7 +94,7 @@ export class ChannelAccessControl implements AccessControl {
       case "allowlist":
         return listed ? { allow: true } : deny("sender not in allowFrom (dmPolicy: allowlist)");
       case "pairing": {
-        if (listed || this.pairing.isApproved(message.channel, message.userId)) return { allow: true };
+        if (this.authority.isOwner(message.channel, message.userId)) return { allow: true };
         const issued = this.pairing.issue({
           channel: message.channel,
           userId: message.userId,

@@ -10,9 +10,9 @@ export const accessFeature: MagpieFeature = {
   name: "access",
   setup(app) {
     const pairing = new PairingStore(app.store.db, systemClock);
-    const access = new ChannelAccessControl(app.config, pairing);
-    app.setAccessControl(access);
     const authority = new Authority(app.config, pairing, app.store.db);
+    const access = new ChannelAccessControl(app.config, pairing, authority);
+    app.setAccessControl(access);
     app.setAuthority(authority);
     app.services.authority = authority;
     app.commands.register(pairCommand({ pairing, access, messenger: app.messenger }));
