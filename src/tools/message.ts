@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Messenger } from "../app/feature.js";
-import { isChatAllowed } from "../notify/chat-access.js";
+import type { AuthorityPort } from "../core/identity.js";
+import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
 
 /** What the scheduler feature registers as `services.messaging`: the outbox and the connected channels. */
@@ -10,6 +11,16 @@ export interface MessagingService {
 }
 
 const DELIVERY_WAIT_MS = 10_000;
+
+/**
+ * The one delivery rule (`services.authority`, from the access feature): the current chat, owners' chats and
+ * allowed groups. Without it, only the current chat.
+ */
+function mayPost(context: ToolContext, target: { channel: string; chatId: string }): boolean {
+  const authority = context.services.authority as AuthorityPort | undefined;
+  if (authority) return authority.mayDeliver(context.target, target);
+  return context.target.channel === target.channel && context.target.chatId === target.chatId;
+}
 
 export const messageTool = defineTool({
   name: "message",
@@ -41,10 +52,10 @@ export const messageTool = defineTool({
         `Channel "${channel}" is not connected. Connected channels: ${channels.join(", ") || "none"}.`,
       );
     }
-    if (!isChatAllowed(context.config, context.services, context.target, { channel, chatId })) {
+    if (!mayPost(context, { channel, chatId })) {
       throw new ToolError(
         "message.chat_not_allowed",
-        `Chat ${chatId} on ${channel} is not one Magpie may post to: only this chat, paired chats and the channel's configured allowFrom/groups (channels.${channel}.groups).`,
+        `Chat ${chatId} on ${channel} is not one Magpie may post to: only this chat, owners' chats and the channel's configured groups (channels.${channel}.groups) or owners (channels.${channel}.allowFrom).`,
       );
     }
     const isCurrentChat = sameChannel && chatId === context.target.chatId;
