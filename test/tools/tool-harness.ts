@@ -41,7 +41,10 @@ export interface HarnessOptions {
   redactor?: Redactor;
   /** Leave `security.approvals.require` at its real default (`["guard:warn"]`) instead of `require`'s `[]`. */
   defaultApprovals?: boolean;
-  /** The config file and `.env` files Magpie "loaded" (they become Magpie's state for `file.magpie_state`). */
+  /**
+   * The config file and `.env` files Magpie "loaded" (they become Magpie's state for `file.magpie_state`);
+   * relative paths are taken from the harness root. The files themselves are the test's to write.
+   */
   sourcePath?: string;
   envFiles?: string[];
   /** Overrides of the call context (a job's turn: `{ origin: "schedule", canAsk: false }`). */
@@ -91,7 +94,12 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
       },
       tools: options.tools ?? {},
     },
-    { env: {}, cwd: root, sourcePath: options.sourcePath ?? null, envFiles: options.envFiles ?? [] },
+    {
+      env: {},
+      cwd: root,
+      sourcePath: options.sourcePath ? path.resolve(root, options.sourcePath) : null,
+      envFiles: (options.envFiles ?? []).map((file) => path.resolve(root, file)),
+    },
   );
   const store = Store.open(":memory:");
   const approvalRequests: ApprovalRequest[] = [];
