@@ -1,16 +1,20 @@
+import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { checkGitArgument } from "../security/git-arguments.js";
+import { checkGitArgument, gitEnvironment, HARDENING, neutralizeDrivers } from "../security/git-arguments.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
 import { ensureWorkspace } from "../security/path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
-import { sanitizedEnv } from "../security/shell-env.js";
+import { type SandboxPlan, toolSandbox } from "../security/sandbox.js";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { runProcess } from "./process/run-process.js";
 
 const OPERATIONS = ["status", "diff", "log", "branch", "commit", "add", "checkout", "stash"] as const;
 const FIELD = "\x1f";
+/** diff and log never start an external diff program or a text converter. */
+const NO_DRIVERS = ["--no-ext-diff", "--no-textconv", "--ignore-submodules=all"];
+const DRIVER_KEYS = "^(filter|diff|merge)\\.";
 const RECORD = "\x1e";
 
 const inputSchema = z.object({
@@ -30,25 +34,24 @@ const inputSchema = z.object({
 
 type GitInput = z.output<typeof inputSchema>;
 
-async function git(context: ToolContext, cwd: string, args: string[]): Promise<string> {
+/** Where git runs: the directory, the sandbox plan, and the overrides for this repository's drivers. */
+interface GitSession {
+  cwd: string;
+  env: Record<string, string>;
+  sandbox: SandboxPlan | undefined;
+  overrides: string[];
+}
+
+async function git(context: ToolContext, session: GitSession, args: string[]): Promise<string> {
   const result = await runProcess({
     file: "git",
-    // No pager, no editor, no fsmonitor program: git never starts anything but itself and the repo's hooks.
-    args: [
-      "--no-pager",
-      "-c",
-      "core.pager=cat",
-      "-c",
-      "core.editor=true",
-      "-c",
-      "core.fsmonitor=false",
-      ...args,
-    ],
-    cwd,
-    env: sanitizedEnv(process.env, { GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", GIT_EDITOR: "true" }),
+    args: ["--no-pager", ...HARDENING, ...session.overrides, ...args],
+    cwd: session.cwd,
+    env: session.env,
     timeoutMs: context.config.tools.shell.timeoutSecs * 1000,
     maxOutputBytes: context.config.tools.shell.maxOutputBytes,
     signal: context.signal,
+    sandbox: session.sandbox,
   });
   if (result.timedOut)
     throw new ToolError(
@@ -56,22 +59,66 @@ async function git(context: ToolContext, cwd: string, args: string[]): Promise<s
       `git ${args[0]} timed out after ${context.config.tools.shell.timeoutSecs} s.`,
     );
   if (result.exitCode !== 0) {
-    throw new ToolError(
-      "git.failed",
-      `git ${args[0]} failed (exit ${result.exitCode}): ${(result.stderr || result.stdout).trim().slice(0, 2000)}`,
-    );
+    const output = (result.stderr || result.stdout).trim().slice(0, 2000);
+    if (/not a git repository/i.test(output))
+      throw new ToolError(
+        "git.not_a_repository",
+        `${session.cwd} is not inside a git repository of the workspace (repositories above the workspace are never used). To start one, run \`git init\` there with the shell tool; that is fine.`,
+      );
+    throw new ToolError("git.failed", `git ${args[0]} failed (exit ${result.exitCode}): ${output}`);
   }
   return result.stdout;
+}
+
+/**
+ * Opens the repository at `cwd`: discovery stops at the workspace's (and each allowed path's) parent, the
+ * top level must lie inside the workspace, and every driver the repository's config defines is neutralized.
+ */
+async function openRepository(context: ToolContext, cwd: string, roots: string[]): Promise<GitSession> {
+  const session: GitSession = {
+    cwd,
+    env: gitEnvironment(roots),
+    sandbox: await toolSandbox(context),
+    overrides: [],
+  };
+  const topLevel = (await git(context, session, ["rev-parse", "--show-toplevel"])).trim();
+  const realTop = await fs.realpath(topLevel).catch(() => topLevel);
+  if (!roots.some((root) => isWithin(realTop, root))) {
+    throw new GuardRefusal(
+      "git.repository_outside_workspace",
+      `The repository at ${realTop} lies outside the workspace and tools.files.allowedPaths; git_operations only works on repositories inside ${context.config.workspace}.`,
+    );
+  }
+  // Reading config runs nothing; with system and global config ignored this lists the repository's own drivers.
+  const drivers = await git(context, session, ["config", "--null", "--get-regexp", DRIVER_KEYS]).catch(
+    (error: ToolError) => {
+      if (/exit 1\b/.test(error.message)) return "";
+      throw error;
+    },
+  );
+  session.overrides = neutralizeDrivers(drivers);
+  return session;
+}
+
+function isWithin(child: string, parent: string): boolean {
+  const relative = path.relative(parent, child);
+  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
 }
 
 function pathspec(list: string[] | undefined): string[] {
   return list && list.length > 0 ? ["--", ...list] : [];
 }
 
-async function run(context: ToolContext, cwd: string, input: GitInput): Promise<Record<string, unknown>> {
+async function run(context: ToolContext, cwd: GitSession, input: GitInput): Promise<Record<string, unknown>> {
   switch (input.operation) {
     case "status": {
-      const out = await git(context, cwd, ["status", "--porcelain=v1", "--branch", ...pathspec(input.paths)]);
+      const out = await git(context, cwd, [
+        "status",
+        "--porcelain=v1",
+        "--branch",
+        "--ignore-submodules=all",
+        ...pathspec(input.paths),
+      ]);
       const lines = out.split("\n").filter(Boolean);
       const header = lines[0]?.startsWith("## ") ? lines.shift()!.slice(3) : "";
       const files = lines.map((line) => ({ index: line[0], worktree: line[1], path: line.slice(3) }));
@@ -85,8 +132,14 @@ async function run(context: ToolContext, cwd: string, input: GitInput): Promise<
     }
     case "diff": {
       const cached = input.cached ? ["--cached"] : [];
-      const numstat = await git(context, cwd, ["diff", ...cached, "--numstat", ...pathspec(input.paths)]);
-      const diff = await git(context, cwd, ["diff", ...cached, ...pathspec(input.paths)]);
+      const numstat = await git(context, cwd, [
+        "diff",
+        ...NO_DRIVERS,
+        ...cached,
+        "--numstat",
+        ...pathspec(input.paths),
+      ]);
+      const diff = await git(context, cwd, ["diff", ...NO_DRIVERS, ...cached, ...pathspec(input.paths)]);
       const files = numstat
         .split("\n")
         .filter(Boolean)
@@ -99,6 +152,7 @@ async function run(context: ToolContext, cwd: string, input: GitInput): Promise<
     case "log": {
       const out = await git(context, cwd, [
         "log",
+        ...NO_DRIVERS,
         `--max-count=${input.limit ?? 10}`,
         `--format=%H${FIELD}%an${FIELD}%aI${FIELD}%s${RECORD}`,
         ...pathspec(input.paths),
@@ -201,6 +255,7 @@ export const gitOperationsTool = defineTool({
           `git ${input.operation} was not approved; nothing was done.`,
         );
     }
-    return await run(context, cwd.real, input);
+    const roots = scope.state.exceptions;
+    return await run(context, await openRepository(context, cwd.real, roots), input);
   },
 });
