@@ -264,7 +264,7 @@ async function benchSize(size: number): Promise<Row> {
       category: categories[i % 3],
     });
     const singleStarted = performance.now();
-    for (let i = 0; i < ONE_BY_ONE; i++) await hybrid.store(memory(i));
+    for (let i = 0; i < ONE_BY_ONE; i++) await hybrid.store({ ...memory(i), role: "owner" });
     const singlePerSecond = ONE_BY_ONE / ((performance.now() - singleStarted) / 1000);
     const bulkStarted = performance.now();
     for (let start = ONE_BY_ONE; start < size; start += BULK_CHUNK) {
@@ -289,11 +289,15 @@ async function benchSize(size: number): Promise<Row> {
 
     // The first vector search builds the in-memory sign-code index from SQLite.
     const buildStarted = performance.now();
-    await hybrid.recall({ agent: "main", query: "warm up the index", touch: false });
+    await hybrid.recall({ agent: "main", role: "owner", query: "warm up the index", touch: false });
     const indexBuildMs = performance.now() - buildStarted;
 
-    const keyword = await time(queries, (query) => keywordOnly.recall({ agent: "main", query, limit: 5 }));
-    const hybridTimes = await time(queries, (query) => hybrid.recall({ agent: "main", query, limit: 5 }));
+    const keyword = await time(queries, (query) =>
+      keywordOnly.recall({ agent: "main", role: "owner", query, limit: 5 }),
+    );
+    const hybridTimes = await time(queries, (query) =>
+      hybrid.recall({ agent: "main", role: "owner", query, limit: 5 }),
+    );
 
     // Exact brute force over a packed Float32Array, for comparison with the sign-code shortlist.
     const ids = new Int32Array(size);

@@ -1,5 +1,5 @@
 import type { AgentDirectory } from "../core/agents.js";
-import type { SlashCommand } from "../core/commands.js";
+import type { CommandContext, SlashCommand } from "../core/commands.js";
 import type { MemoryService } from "./memory-service.js";
 import type { MemoryRecord, RecallHit } from "./types.js";
 
@@ -22,16 +22,22 @@ export function keyForNote(text: string): string {
   return `note.${slug || "untitled"}`;
 }
 
-/** `/memory [query]`, `/remember <text>`, `/forget <key>` — deterministic, no LLM needed. */
+const GUEST_REFUSAL = "Long-term memory belongs to the owners of this bot; guests can't read or change it.";
+
+/**
+ * `/memory [query]`, `/remember <text>`, `/forget <key>` — deterministic, no LLM needed. Owner-only: the
+ * router refuses guests, and each command checks the sender again, as the memory tools do.
+ */
 export function memoryCommands(service: MemoryService, directory: AgentDirectory): SlashCommand[] {
-  const agentOf = (context: Parameters<SlashCommand["run"]>[0]): string =>
-    directory.forMessage(context.message).name;
+  const agentOf = (context: CommandContext): string => directory.forMessage(context.message).name;
   return [
     {
       name: "memory",
       description: "Show long-term memories, or search them",
       usage: "/memory [query]",
+      ownerOnly: true,
       async run(context) {
+        if (context.sender.role !== "owner") return GUEST_REFUSAL;
         const agent = agentOf(context);
         if (!context.args) {
           const total = service.count(agent);
@@ -44,7 +50,13 @@ export function memoryCommands(service: MemoryService, directory: AgentDirectory
           lines.push("", "Search with /memory <query>; remove one with /forget <key>.");
           return lines.join("\n");
         }
-        const result = await service.recall({ agent, query: context.args, limit: 5, touch: false });
+        const result = await service.recall({
+          agent,
+          query: context.args,
+          role: context.sender.role,
+          limit: 5,
+          touch: false,
+        });
         if (result.hits.length === 0) return `Nothing in memory matches "${preview(context.args, 80)}".`;
         const note =
           result.mode === "keyword" && result.fallbackReason
@@ -57,7 +69,9 @@ export function memoryCommands(service: MemoryService, directory: AgentDirectory
       name: "remember",
       description: "Save a fact to long-term memory",
       usage: "/remember <text>",
+      ownerOnly: true,
       async run(context) {
+        if (context.sender.role !== "owner") return GUEST_REFUSAL;
         if (!context.args) return "Usage: /remember <text> — e.g. /remember I prefer metric units";
         const key = keyForNote(context.args);
         const outcome = await service.store({
@@ -65,6 +79,7 @@ export function memoryCommands(service: MemoryService, directory: AgentDirectory
           key,
           content: context.args,
           category: "core",
+          role: context.sender.role,
         });
         return `${outcome.created ? "Remembered" : "Updated"} as \`${key}\`. /forget ${key} removes it.`;
       },
@@ -73,9 +88,11 @@ export function memoryCommands(service: MemoryService, directory: AgentDirectory
       name: "forget",
       description: "Remove a long-term memory by key",
       usage: "/forget <key>",
+      ownerOnly: true,
       run(context) {
+        if (context.sender.role !== "owner") return GUEST_REFUSAL;
         if (!context.args) return "Usage: /forget <key> — /memory lists the keys.";
-        const removed = service.forget(agentOf(context), context.args);
+        const removed = service.forget(agentOf(context), context.args, context.sender.role);
         return removed
           ? `Forgot \`${removed.key}\`.`
           : `No memory with key \`${context.args}\`. /memory lists the keys.`;

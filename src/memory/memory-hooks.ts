@@ -12,7 +12,11 @@ function canStore(directory: AgentDirectory, agent: string): boolean {
   return Array.isArray(toolSet) && toolSet.includes("memory_store");
 }
 
-/** Automatic recall before each turn, and conversation summaries kept as memories after compaction. */
+/**
+ * Automatic recall before each turn, and conversation summaries kept as memories after compaction. A
+ * guest's turn recalls nothing (core memories included) and is not told to store facts; a session in which
+ * a guest ever had a turn leaves no summaries behind, so text a guest wrote can't reach owners' turns.
+ */
 export function memoryHooks(
   service: MemoryService,
   config: MagpieConfig,
@@ -21,13 +25,17 @@ export function memoryHooks(
 ): AgentHooks {
   const budget = config.agent.recall;
   return {
-    async recall({ agent, text }) {
+    async recall({ sessionKey, agent, text, role }) {
+      if (role !== "owner") {
+        service.noteGuestTurn(sessionKey);
+        return null;
+      }
       const instruction = canStore(directory, agent) ? MEMORY_INSTRUCTION : undefined;
       try {
-        const core = budget.coreTokens > 0 ? service.core(agent) : [];
+        const core = budget.coreTokens > 0 ? service.core(agent, role) : [];
         const hits =
           budget.limit > 0 && text.trim()
-            ? (await service.recall({ agent, query: text, limit: budget.limit })).hits
+            ? (await service.recall({ agent, query: text, role, limit: budget.limit })).hits
             : [];
         return renderRecall({ core, hits, budget, instruction });
       } catch (error) {
@@ -37,11 +45,18 @@ export function memoryHooks(
       }
     },
 
-    async onCompacted({ sessionKey, agent, summary }) {
+    async onCompacted({ sessionKey, agent, summary, role }) {
       if (!summary.trim()) return;
+      if (role !== "owner" || service.hadGuest(sessionKey)) {
+        logger.info(
+          { code: "memory.summary_not_stored", session: sessionKey, agent },
+          "A guest took part in this conversation: its summary is not kept as an owners' memory",
+        );
+        return;
+      }
       // One memory per compaction: the summary stays searchable after /reset wipes the session.
       const key = `conversation:${sessionKey}:${new Date().toISOString()}`;
-      await service.store({ agent, key, content: summary, category: "conversation" });
+      await service.store({ agent, key, content: summary, category: "conversation", role });
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "../store/index.js";
 import { KeywordSearch } from "./keyword-search.js";
+import type { MemoryAudience } from "./memory-access.js";
 import type { MemoryCategory, MemoryRecord } from "./types.js";
 import { blobToVector, vectorToBlob } from "./vector-math.js";
 
@@ -10,6 +11,7 @@ interface MemoryRow {
   key: string;
   content: string;
   category: MemoryCategory;
+  audience: MemoryAudience;
   created_at: number;
   updated_at: number;
   access_count: number;
@@ -22,6 +24,7 @@ const toRecord = (row: MemoryRow): MemoryRecord => ({
   key: row.key,
   content: row.content,
   category: row.category,
+  audience: row.audience,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   accessCount: row.access_count,
@@ -60,12 +63,23 @@ export class MemoryRepository {
 
   /** Inserts or updates the memory `key` of `agent`; `created` is false for an update. */
   upsert(
-    input: { agent: string; key: string; content: string; category: MemoryCategory },
+    input: {
+      agent: string;
+      key: string;
+      content: string;
+      category: MemoryCategory;
+      audience: MemoryAudience;
+    },
     at: number,
   ): { record: MemoryRecord; created: boolean } {
     return this.db.transaction(() => {
       const existing = this.get(input.agent, input.key);
-      if (existing && existing.content === input.content && existing.category === input.category) {
+      if (
+        existing &&
+        existing.content === input.content &&
+        existing.category === input.category &&
+        existing.audience === input.audience
+      ) {
         this.sql("UPDATE memories SET updated_at = ? WHERE id = ?").run(at, existing.id);
         return { record: { ...existing, updatedAt: at }, created: false };
       }
@@ -74,10 +88,11 @@ export class MemoryRepository {
         this.sql("DELETE FROM memory_vectors WHERE memory_id = ?").run(existing.id);
       }
       this.sql(
-        `INSERT INTO memories (agent, key, content, category, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+        `INSERT INTO memories (agent, key, content, category, audience, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (agent, key) DO UPDATE SET content = excluded.content, category = excluded.category,
-             updated_at = excluded.updated_at`,
-      ).run(input.agent, input.key, input.content, input.category, at, at);
+             audience = excluded.audience, updated_at = excluded.updated_at`,
+      ).run(input.agent, input.key, input.content, input.category, input.audience, at, at);
       return { record: this.get(input.agent, input.key)!, created: !existing };
     })();
   }
@@ -126,12 +141,14 @@ export class MemoryRepository {
     return rows.map(toRecord);
   }
 
-  /** Core memories, most used and most recent first (the ones always shown to the agent). */
-  core(agent: string, limit: number): MemoryRecord[] {
+  /** Core memories seen by `audiences`, most used and most recent first (the ones always shown to the agent). */
+  core(agent: string, audiences: MemoryAudience[], limit: number): MemoryRecord[] {
+    if (audiences.length === 0) return [];
     const rows = this.sql(
       `SELECT * FROM memories WHERE agent = ? AND category = 'core'
+         AND audience IN (SELECT value FROM json_each(?))
          ORDER BY access_count DESC, updated_at DESC LIMIT ?`,
-    ).all(agent, limit) as MemoryRow[];
+    ).all(agent, JSON.stringify(audiences), limit) as MemoryRow[];
     return rows.map(toRecord);
   }
 
@@ -163,6 +180,21 @@ export class MemoryRepository {
     this.sql(
       "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id IN (SELECT value FROM json_each(?))",
     ).run(at, JSON.stringify(ids));
+  }
+
+  // --- sessions guests took part in ---
+
+  /** Remembers that a guest had a turn in `sessionKey` (idempotent; the first time is kept). */
+  markGuestSession(sessionKey: string, at: number): void {
+    this.sql(
+      "INSERT INTO memory_guest_sessions (session_key, first_seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+    ).run(sessionKey, at);
+  }
+
+  hadGuest(sessionKey: string): boolean {
+    return (
+      this.sql("SELECT 1 FROM memory_guest_sessions WHERE session_key = ?").get(sessionKey) !== undefined
+    );
   }
 
   // --- embeddings ---

@@ -1,9 +1,11 @@
 import type { Logger } from "pino";
 import { type Clock, systemClock } from "../core/clock.js";
+import type { Role } from "../core/identity.js";
 import type { Db } from "../store/index.js";
 import type { Embedder } from "./embedder.js";
 import { EmbeddingSync } from "./embedding-sync.js";
 import { queryTerms } from "./fts-query.js";
+import { audienceOfWrite, audiencesFor } from "./memory-access.js";
 import { MemoryRepository } from "./memory-repository.js";
 import { categoryWeight, describeMatch, fuseRanks } from "./rank-fusion.js";
 import type { MemoryCategory, MemoryRecord, RecallHit, RecallResult } from "./types.js";
@@ -50,19 +52,25 @@ export class MemoryService {
       : null;
   }
 
-  /** Upserts `key`; waits for its embedding (a failure is logged and left to the background backfill). */
+  /**
+   * Upserts `key` as the owners' memory; waits for its embedding (a failure is logged and left to the
+   * background backfill). `role` is the writer's: a guest's turn can't store (`memory.guest_not_allowed`).
+   */
   async store(input: {
     agent: string;
     key: string;
     content: string;
     category?: MemoryCategory;
+    role: Role;
   }): Promise<StoreOutcome> {
+    const audience = audienceOfWrite(input.role, "store");
     const { record, created } = this.repository.upsert(
       {
         agent: input.agent,
         key: input.key.trim(),
         content: input.content.trim(),
         category: input.category ?? "core",
+        audience,
       },
       this.clock.now(),
     );
@@ -82,8 +90,8 @@ export class MemoryService {
   }
 
   /**
-   * Upserts many memories in one transaction, then embeds them in batches (imports, bulk loads). An
-   * embedding failure is logged; the background backfill retries later.
+   * Upserts many owners' memories in one transaction, then embeds them in batches (imports and bulk loads,
+   * which only the owner runs). An embedding failure is logged; the background backfill retries later.
    */
   async storeMany(
     items: Array<{ agent: string; key: string; content: string; category?: MemoryCategory }>,
@@ -97,6 +105,7 @@ export class MemoryService {
             key: item.key.trim(),
             content: item.content.trim(),
             category: item.category ?? "core",
+            audience: "owners",
           },
           now,
         );
@@ -120,15 +129,23 @@ export class MemoryService {
     }
   }
 
-  /** Hybrid recall: BM25 and cosine lists fused by reciprocal rank, weighted by category and age. */
+  /**
+   * Hybrid recall: BM25 and cosine lists fused by reciprocal rank, weighted by category and age. Only
+   * memories `role` may see are returned: none for a guest.
+   */
   async recall(input: {
     agent: string;
     query: string;
+    /** The reader's role. */
+    role: Role;
     limit?: number;
     /** Count this as an access (default true). */
     touch?: boolean;
     signal?: AbortSignal;
   }): Promise<RecallResult> {
+    const audiences = new Set(audiencesFor(input.role));
+    // Nothing to see: not even the query is looked up or embedded.
+    if (audiences.size === 0) return { hits: [], mode: "keyword" };
     const limit = Math.max(1, input.limit ?? 5);
     const pool = Math.max(20, limit * 4);
     const keywordIds = this.repository
@@ -157,7 +174,7 @@ export class MemoryService {
     const hits: RecallHit[] = [];
     for (const candidate of candidates) {
       const memory = records.get(candidate.id);
-      if (!memory) continue;
+      if (!memory || !audiences.has(memory.audience)) continue;
       const weight = categoryWeight(memory, now);
       const { matchedBy, why } = describeMatch(candidate, weight.note);
       hits.push({ memory, score: candidate.rrf * weight.factor, matchedBy, why });
@@ -172,8 +189,12 @@ export class MemoryService {
     return { hits: top, mode, ...(fallbackReason ? { fallbackReason } : {}) };
   }
 
-  /** Deletes `key` with its index rows and vector; undefined when there was no such memory. */
-  forget(agent: string, key: string): MemoryRecord | undefined {
+  /**
+   * Deletes `key` with its index rows and vector; undefined when there was no such memory. `role` is the
+   * caller's: a guest's turn can't forget (`memory.guest_not_allowed`).
+   */
+  forget(agent: string, key: string, role: Role): MemoryRecord | undefined {
+    audienceOfWrite(role, "forget");
     const removed = this.repository.delete(agent, key.trim());
     if (removed) this.indexes.removed(agent, removed.id);
     return removed;
@@ -187,9 +208,19 @@ export class MemoryService {
     return this.repository.list(agent, options);
   }
 
-  /** Core memories (facts about the owner), most used first. */
-  core(agent: string, limit = 50): MemoryRecord[] {
-    return this.repository.core(agent, limit);
+  /** Core memories (facts about the owner) that `role` may see, most used first: none for a guest. */
+  core(agent: string, role: Role, limit = 50): MemoryRecord[] {
+    return this.repository.core(agent, audiencesFor(role), limit);
+  }
+
+  /** Remembers that a guest had a turn in `sessionKey`: its conversation summaries are never stored. */
+  noteGuestTurn(sessionKey: string): void {
+    this.repository.markGuestSession(sessionKey, this.clock.now());
+  }
+
+  /** True when a guest has had a turn in `sessionKey` (ever, across restarts). */
+  hadGuest(sessionKey: string): boolean {
+    return this.repository.hadGuest(sessionKey);
   }
 
   count(agent?: string): number {

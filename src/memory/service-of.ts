@@ -1,4 +1,4 @@
-import type { ToolServices } from "../tools/context.js";
+import type { ToolContext, ToolServices } from "../tools/context.js";
 import { ToolError } from "../tools/define-tool.js";
 import { MemoryService } from "./memory-service.js";
 
@@ -12,4 +12,21 @@ export function memoryServiceOf(services: ToolServices): MemoryService {
     );
   }
   return service;
+}
+
+/**
+ * The memory service for a tool call made in an owner's turn. Long-term memory is the owners': a guest's
+ * turn that was given a memory tool (through `security.guestToolSet`) is refused, and nothing is read.
+ */
+export function ownersMemoryOf(
+  context: Pick<ToolContext, "services" | "sender">,
+  tool: string,
+): MemoryService {
+  if (context.sender.role !== "owner") {
+    throw new ToolError(
+      "memory.guest_not_allowed",
+      `Long-term memory belongs to the owners: '${tool}' is not available in a guest's turn.`,
+    );
+  }
+  return memoryServiceOf(context.services);
 }

@@ -1,3 +1,5 @@
+import type { MemoryAudience } from "./memory-access.js";
+
 /** Shapes shared by the memory store, recall and its callers (tools, commands, CLI). */
 
 export const MEMORY_CATEGORIES = ["core", "daily", "conversation"] as const;
@@ -11,6 +13,8 @@ export interface MemoryRecord {
   key: string;
   content: string;
   category: MemoryCategory;
+  /** Who may see it: "owners" (every memory today; guests' turns store none). */
+  audience: MemoryAudience;
   createdAt: number;
   updatedAt: number;
   accessCount: number;

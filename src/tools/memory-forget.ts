@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { memoryServiceOf } from "../memory/service-of.js";
+import { ownersMemoryOf } from "../memory/service-of.js";
 import { defineTool, ToolError } from "./define-tool.js";
 
 export const memoryForgetTool = defineTool({
@@ -10,7 +10,7 @@ export const memoryForgetTool = defineTool({
   }),
   risk: "low",
   execute({ key }, context) {
-    const removed = memoryServiceOf(context.services).forget(context.agent, key);
+    const removed = ownersMemoryOf(context, "memory_forget").forget(context.agent, key, context.sender.role);
     if (!removed) {
       throw new ToolError(
         "memory.not_found",

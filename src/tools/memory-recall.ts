@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { memoryServiceOf } from "../memory/service-of.js";
+import { ownersMemoryOf } from "../memory/service-of.js";
 import { defineTool } from "./define-tool.js";
 
 export const memoryRecallTool = defineTool({
@@ -12,9 +12,10 @@ export const memoryRecallTool = defineTool({
   }),
   risk: "low",
   async execute({ query, limit }, context) {
-    const result = await memoryServiceOf(context.services).recall({
+    const result = await ownersMemoryOf(context, "memory_recall").recall({
       agent: context.agent,
       query,
+      role: context.sender.role,
       limit,
       signal: context.signal,
     });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { memoryServiceOf } from "../memory/service-of.js";
+import { ownersMemoryOf } from "../memory/service-of.js";
 import { MEMORY_CATEGORIES } from "../memory/types.js";
 import { defineTool } from "./define-tool.js";
 
@@ -30,11 +30,12 @@ export const memoryStoreTool = defineTool({
   }),
   risk: "low",
   async execute({ key, content, category }, context) {
-    const outcome = await memoryServiceOf(context.services).store({
+    const outcome = await ownersMemoryOf(context, "memory_store").store({
       agent: context.agent,
       key,
       content,
       category,
+      role: context.sender.role,
     });
     return {
       ok: true,

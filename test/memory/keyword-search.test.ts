@@ -16,12 +16,19 @@ describe("keyword search cost bounds", () => {
           key: `r.${i}`,
           content: `The router rebooted overnight, entry ${i}.${extra}`,
           category: "daily",
+          audience: "owners",
         },
         1_000 + i,
       );
     }
     repository.upsert(
-      { agent: "other", key: "o", content: "zebra router for another agent", category: "core" },
+      {
+        agent: "other",
+        key: "o",
+        content: "zebra router for another agent",
+        category: "core",
+        audience: "owners",
+      },
       1,
     );
   })();

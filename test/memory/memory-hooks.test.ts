@@ -27,20 +27,28 @@ describe("automatic recall and conversation memory", () => {
     const { store, memory, hooks } = setup({
       agent: { recall: { limit: 5, maxTokens: 120, coreTokens: 40 } },
     });
-    await memory.store({ agent: "main", key: "owner.name", content: "The owner is called Rita." });
     await memory.store({
       agent: "main",
+      role: "owner",
+      key: "owner.name",
+      content: "The owner is called Rita.",
+    });
+    await memory.store({
+      agent: "main",
+      role: "owner",
       key: "owner.units",
       content: "Rita prefers metric units and 24-hour time.",
     });
     await memory.store({
       agent: "main",
+      role: "owner",
       key: "owner.long",
       content: `Rita's reading list: ${"a long title, ".repeat(40)}`,
     });
     for (let i = 0; i < 20; i++) {
       await memory.store({
         agent: "main",
+        role: "owner",
         key: `backup.${i}`,
         content: `Backup run ${i} of the photo library finished on the NAS.`,
         category: "daily",
@@ -72,10 +80,16 @@ describe("automatic recall and conversation memory", () => {
     });
     await memory.store({
       agent: "main",
+      role: "owner",
       key: "k",
       content: "A memory that is far longer than ten tokens of budget.",
     });
-    const text = await hooks.recall!({ sessionKey: "console:1", agent: "main", text: "memory budget", role: "owner" });
+    const text = await hooks.recall!({
+      sessionKey: "console:1",
+      agent: "main",
+      text: "memory budget",
+      role: "owner",
+    });
     expect(text).toBeNull();
     await memory.close();
     store.close();
@@ -91,7 +105,7 @@ describe("automatic recall and conversation memory", () => {
       summary: "We debugged the Zigbee bridge; the fix was a new USB extension cable.",
     });
     store.history.reset("telegram:42");
-    const recall = await memory.recall({ agent: "main", query: "zigbee bridge fix" });
+    const recall = await memory.recall({ agent: "main", role: "owner", query: "zigbee bridge fix" });
     expect(recall.hits[0]!.memory.category).toBe("conversation");
     expect(recall.hits[0]!.memory.key).toMatch(/^conversation:telegram:42:\d{4}-/);
     await memory.close();

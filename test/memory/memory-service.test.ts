@@ -18,19 +18,30 @@ describe("memory store, keyword only", () => {
     const { store, memory } = openMemory(testConfig(temp.dir), silentLogger());
     const first = await memory.store({
       agent: "main",
+      role: "owner",
       key: "owner.timezone",
       content: "The owner lives in Lisbon (Europe/Lisbon).",
     });
     expect(first).toMatchObject({ created: true, indexed: "keyword" });
     await memory.store({
       agent: "main",
+      role: "owner",
       key: "nas.backup",
       content: "The NAS backs up every night at 02:00 to the USB disk.",
       category: "daily",
     });
-    await memory.store({ agent: "other", key: "owner.timezone", content: "Other agent: Lisbon too." });
+    await memory.store({
+      agent: "other",
+      role: "owner",
+      key: "owner.timezone",
+      content: "Other agent: Lisbon too.",
+    });
 
-    const recall = await memory.recall({ agent: "main", query: "where does the owner live? Lisbon" });
+    const recall = await memory.recall({
+      agent: "main",
+      role: "owner",
+      query: "where does the owner live? Lisbon",
+    });
     expect(recall.mode).toBe("keyword");
     expect(recall.hits.map((hit) => hit.memory.key)).toEqual(["owner.timezone"]);
     expect(recall.hits[0]!.matchedBy).toEqual(["keyword"]);
@@ -40,18 +51,19 @@ describe("memory store, keyword only", () => {
 
     const updated = await memory.store({
       agent: "main",
+      role: "owner",
       key: "owner.timezone",
       content: "The owner moved to Porto.",
     });
     expect(updated.created).toBe(false);
-    expect((await memory.recall({ agent: "main", query: "Lisbon" })).hits).toEqual([]);
-    expect((await memory.recall({ agent: "main", query: "Porto" })).hits[0]!.memory.key).toBe(
+    expect((await memory.recall({ agent: "main", role: "owner", query: "Lisbon" })).hits).toEqual([]);
+    expect((await memory.recall({ agent: "main", role: "owner", query: "Porto" })).hits[0]!.memory.key).toBe(
       "owner.timezone",
     );
 
-    expect(memory.forget("main", "owner.timezone")?.key).toBe("owner.timezone");
-    expect(memory.forget("main", "owner.timezone")).toBeUndefined();
-    expect((await memory.recall({ agent: "main", query: "Porto" })).hits).toEqual([]);
+    expect(memory.forget("main", "owner.timezone", "owner")?.key).toBe("owner.timezone");
+    expect(memory.forget("main", "owner.timezone", "owner")).toBeUndefined();
+    expect((await memory.recall({ agent: "main", role: "owner", query: "Porto" })).hits).toEqual([]);
     const ftsRows = store.db
       .prepare("SELECT COUNT(*) AS n FROM memories_fts WHERE memories_fts MATCH 'porto'")
       .get() as { n: number };
@@ -65,12 +77,17 @@ describe("memory store, keyword only", () => {
   it("keeps memories across a restart on the same database", async () => {
     const config = testConfig(temp.dir);
     const first = openMemory(config, silentLogger());
-    await first.memory.store({ agent: "main", key: "pet", content: "The owner's cat is called Miso." });
+    await first.memory.store({
+      agent: "main",
+      role: "owner",
+      key: "pet",
+      content: "The owner's cat is called Miso.",
+    });
     await first.memory.close();
     first.store.close();
 
     const second = openMemory(config, silentLogger());
-    const recall = await second.memory.recall({ agent: "main", query: "cat name" });
+    const recall = await second.memory.recall({ agent: "main", role: "owner", query: "cat name" });
     expect(recall.hits[0]?.memory.content).toBe("The owner's cat is called Miso.");
     await second.memory.close();
     second.store.close();
@@ -94,10 +111,11 @@ describe("memory store, keyword only", () => {
     const { store, memory } = openMemory(testConfig(temp.dir), silentLogger());
     await memory.store({
       agent: "main",
+      role: "owner",
       key: "server",
       content: "The owner's server is a Raspberry Pi 5 in the hallway.",
     });
-    const recall = await memory.recall({ agent: "main", query });
+    const recall = await memory.recall({ agent: "main", role: "owner", query });
     expect(Array.isArray(recall.hits)).toBe(true);
     if (/server|owner/i.test(query)) expect(recall.hits.length).toBe(1);
     await memory.close();
@@ -115,6 +133,7 @@ describe("memory store, keyword only", () => {
     });
     await memory.store({
       agent: "main",
+      role: "owner",
       key: "daily.old",
       content: "router firmware updated",
       category: "daily",
@@ -122,17 +141,19 @@ describe("memory store, keyword only", () => {
     now += 60 * DAY;
     await memory.store({
       agent: "main",
+      role: "owner",
       key: "daily.new",
       content: "router firmware updated",
       category: "daily",
     });
     await memory.store({
       agent: "main",
+      role: "owner",
       key: "core.router",
       content: "router firmware updated",
       category: "core",
     });
-    const hits = (await memory.recall({ agent: "main", query: "router firmware" })).hits;
+    const hits = (await memory.recall({ agent: "main", role: "owner", query: "router firmware" })).hits;
     expect(hits.map((hit) => hit.memory.key)).toEqual(["core.router", "daily.new", "daily.old"]);
     expect(hits[2]!.why).toMatch(/recency ×0\.5\d \(60 d old\)/);
     await memory.close();
@@ -170,15 +191,25 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
       return vector;
     };
     const { store, memory } = openMemory(embeddingConfig(), silentLogger());
-    await memory.store({ agent: "main", key: "lunch", content: "The owner eats a sandwich for lunch." });
+    await memory.store({
+      agent: "main",
+      role: "owner",
+      key: "lunch",
+      content: "The owner eats a sandwich for lunch.",
+    });
     const stored = await memory.store({
       agent: "main",
+      role: "owner",
       key: "device",
       content: "Work is done on a notebook computer.",
     });
     expect(stored.indexed).toBe("keyword+vector");
 
-    const recall = await memory.recall({ agent: "main", query: "which laptop does the owner use" });
+    const recall = await memory.recall({
+      agent: "main",
+      role: "owner",
+      query: "which laptop does the owner use",
+    });
     expect(recall.mode).toBe("hybrid");
     expect(recall.hits[0]!.memory.key).toBe("device");
     expect(recall.hits[0]!.matchedBy).toContain("vector");
@@ -196,11 +227,26 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
 
   it("never re-embeds unchanged text (content hash), and reuses a vector for identical text", async () => {
     const { store, memory } = openMemory(embeddingConfig(), silentLogger());
-    await memory.store({ agent: "main", key: "a", content: "The garage door code is stored in the vault." });
-    await memory.store({ agent: "main", key: "a", content: "The garage door code is stored in the vault." });
-    await memory.store({ agent: "main", key: "b", content: "The garage door code is stored in the vault." });
+    await memory.store({
+      agent: "main",
+      role: "owner",
+      key: "a",
+      content: "The garage door code is stored in the vault.",
+    });
+    await memory.store({
+      agent: "main",
+      role: "owner",
+      key: "a",
+      content: "The garage door code is stored in the vault.",
+    });
+    await memory.store({
+      agent: "main",
+      role: "owner",
+      key: "b",
+      content: "The garage door code is stored in the vault.",
+    });
     expect(fake.embeddingRequests).toHaveLength(1);
-    await memory.store({ agent: "main", key: "a", content: "The garage door code changed." });
+    await memory.store({ agent: "main", role: "owner", key: "a", content: "The garage door code changed." });
     expect(fake.embeddingRequests).toHaveLength(2);
     await memory.close();
     store.close();
@@ -216,7 +262,7 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
     expect(await memory.storeMany(items)).toEqual({ stored: 100, indexed: "keyword+vector" });
     expect(fake.embeddingRequests.map((request) => request.input.length)).toEqual([64, 36]);
     expect(store.db.prepare("SELECT COUNT(*) FROM memory_vectors").pluck().get()).toBe(100);
-    const hits = (await memory.recall({ agent: "main", query: "sensor 42", limit: 1 })).hits;
+    const hits = (await memory.recall({ agent: "main", role: "owner", query: "sensor 42", limit: 1 })).hits;
     expect(hits[0]!.memory.key).toBe("sensor.42");
     await memory.close();
     store.close();
@@ -228,11 +274,12 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
     fake.embeddingStatus = 503;
     const stored = await memory.store({
       agent: "main",
+      role: "owner",
       key: "wifi",
       content: "The guest wifi is called Magpie-Guest.",
     });
     expect(stored.indexed).toBe("keyword");
-    const recall = await memory.recall({ agent: "main", query: "guest wifi name" });
+    const recall = await memory.recall({ agent: "main", role: "owner", query: "guest wifi name" });
     expect(recall.mode).toBe("keyword");
     expect(recall.fallbackReason).toBeDefined();
     expect(recall.hits[0]!.memory.key).toBe("wifi");
@@ -240,13 +287,17 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
 
     // The endpoint is back: the next successful call starts embedding what was missed.
     fake.embeddingStatus = null;
-    expect((await memory.recall({ agent: "main", query: "guest wifi name" })).mode).toBe("hybrid");
+    expect((await memory.recall({ agent: "main", role: "owner", query: "guest wifi name" })).mode).toBe(
+      "hybrid",
+    );
     await memory.idle();
     expect(memory.repository.vectorMeta(memory.get("main", "wifi")!.id)).toMatchObject({
       model: "embed-small",
       dimensions: 384,
     });
-    expect((await memory.recall({ agent: "main", query: "guest wifi name" })).mode).toBe("hybrid");
+    expect((await memory.recall({ agent: "main", role: "owner", query: "guest wifi name" })).mode).toBe(
+      "hybrid",
+    );
     await memory.close();
     store.close();
   });
@@ -259,8 +310,13 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
       llm: { baseUrl: url, embeddingModel: "embed-small", maxRetries: 0 },
     });
     const { store, memory } = openMemory(config, logger);
-    await memory.store({ agent: "main", key: "k", content: "Solar panels produce 4 kW at noon." });
-    const recall = await memory.recall({ agent: "main", query: "solar panels" });
+    await memory.store({
+      agent: "main",
+      role: "owner",
+      key: "k",
+      content: "Solar panels produce 4 kW at noon.",
+    });
+    const recall = await memory.recall({ agent: "main", role: "owner", query: "solar panels" });
     expect(recall).toMatchObject({ mode: "keyword" });
     expect(recall.hits).toHaveLength(1);
     expect(lines.filter((line) => line.code === "memory.embedding_failed").length).toBeGreaterThanOrEqual(2);
@@ -275,17 +331,27 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
     const first = openMemory(config, logger);
     await first.memory.store({
       agent: "main",
+      role: "owner",
       key: "boiler",
       content: "The boiler is serviced every October.",
     });
-    await first.memory.store({ agent: "main", key: "car", content: "The car is a blue hatchback." });
+    await first.memory.store({
+      agent: "main",
+      role: "owner",
+      key: "car",
+      content: "The car is a blue hatchback.",
+    });
     await first.memory.close();
     first.store.close();
 
     // Same model name, new dimension count (e.g. a different model pulled under the same tag).
     fake.embed = (text) => hashEmbedding(text, 256);
     const second = openMemory(config, logger);
-    const recall = await second.memory.recall({ agent: "main", query: "boiler serviced in October" });
+    const recall = await second.memory.recall({
+      agent: "main",
+      role: "owner",
+      query: "boiler serviced in October",
+    });
     expect(recall.hits[0]!.memory.key).toBe("boiler");
     await second.memory.idle();
     const dimensions = second.store.db
@@ -293,7 +359,11 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
       .pluck()
       .all();
     expect(dimensions).toEqual([256]);
-    const after = await second.memory.recall({ agent: "main", query: "boiler serviced in October" });
+    const after = await second.memory.recall({
+      agent: "main",
+      role: "owner",
+      query: "boiler serviced in October",
+    });
     expect(after.mode).toBe("hybrid");
     expect(after.hits[0]!.matchedBy).toEqual(["keyword", "vector"]);
     expect(lines.some((line) => line.code === "memory.dimensions_changed")).toBe(false); // first answer of this process
@@ -303,7 +373,12 @@ describe("memory store with embeddings (OpenAI fake over HTTP)", () => {
 
   it("re-embeds everything when the embedding model changes", async () => {
     const first = openMemory(embeddingConfig(), silentLogger());
-    await first.memory.store({ agent: "main", key: "plant", content: "Water the basil on Sundays." });
+    await first.memory.store({
+      agent: "main",
+      role: "owner",
+      key: "plant",
+      content: "Water the basil on Sundays.",
+    });
     await first.memory.close();
     first.store.close();
     const config = testConfig(temp.dir, {

@@ -48,7 +48,10 @@ describe("memory tools through the tool registry", () => {
         origin: "user" as const,
         sender: { channel: "test", userId: "owner", role: "owner" as const },
         canAsk: true,
-        approver: { target: { channel: "test", chatId: "chat" }, identity: { channel: "test", userId: "owner", role: "owner" as const } },
+        approver: {
+          target: { channel: "test", chatId: "chat" },
+          identity: { channel: "test", userId: "owner", role: "owner" as const },
+        },
       };
       const text = await registry.execute(
         { id: `call_${++callId}`, type: "function", function: { name, arguments: JSON.stringify(args) } },

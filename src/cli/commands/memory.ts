@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { AgentDirectory } from "../../core/agents.js";
+import { ownerIdentity } from "../../core/identity.js";
 import { silentLogger } from "../../log/logger.js";
 import { createMemoryService } from "../../memory/create-memory-service.js";
 import { MEMORY_CATEGORIES, type MemoryCategory, type MemoryRecord } from "../../memory/types.js";
@@ -18,11 +19,15 @@ const exportLine = (memory: MemoryRecord): string =>
     key: memory.key,
     content: memory.content,
     category: memory.category,
+    audience: memory.audience,
     created_at: new Date(memory.createdAt).toISOString(),
     updated_at: new Date(memory.updatedAt).toISOString(),
     access_count: memory.accessCount,
     last_accessed_at: memory.lastAccessedAt === null ? null : new Date(memory.lastAccessedAt).toISOString(),
   });
+
+/** Whoever runs the CLI on the bot's machine is an owner: memories added here are the owners'. */
+const LOCAL_OWNER = ownerIdentity().role;
 
 const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim();
 
@@ -62,7 +67,13 @@ export const run: CliCommand = async (argv, env) => {
       case "search": {
         const query = rest.join(" ").trim();
         if (!query) return usageError(env, "search needs a query.");
-        const result = await service.recall({ agent, query, limit: limit ?? 5, touch: false });
+        const result = await service.recall({
+          agent,
+          query,
+          role: LOCAL_OWNER,
+          limit: limit ?? 5,
+          touch: false,
+        });
         if (result.fallbackReason)
           env.stderr.write(`warning: embeddings failed, keyword search only (${result.fallbackReason})\n`);
         if (result.hits.length === 0) env.stdout.write(`No memories match "${query}".\n`);
@@ -77,7 +88,13 @@ export const run: CliCommand = async (argv, env) => {
         const [key, ...words] = rest;
         const content = words.join(" ").trim();
         if (!key || !content) return usageError(env, "add needs a key and the content.");
-        const outcome = await service.store({ agent, key, content, category: category ?? "core" });
+        const outcome = await service.store({
+          agent,
+          key,
+          content,
+          category: category ?? "core",
+          role: LOCAL_OWNER,
+        });
         env.stdout.write(
           `${outcome.created ? "Added" : "Updated"} ${outcome.memory.key} (${outcome.indexed}).\n`,
         );
@@ -86,7 +103,7 @@ export const run: CliCommand = async (argv, env) => {
       case "forget": {
         const key = rest.join(" ").trim();
         if (!key) return usageError(env, "forget needs a key.");
-        if (!service.forget(agent, key)) {
+        if (!service.forget(agent, key, LOCAL_OWNER)) {
           env.stderr.write(
             `No memory "${key}" for agent "${agent}". \`magpie memory list\` shows the keys.\n`,
           );

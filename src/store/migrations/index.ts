@@ -5,6 +5,7 @@ import { memoryMigration } from "./003-memory.js";
 import { schedulerMigration } from "./004-scheduler.js";
 import { approvalsMigration } from "./005-approvals.js";
 import { jobAuthorityMigration } from "./006-job-authority.js";
+import { memoryVisibilityMigration } from "./007-memory-visibility.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
 export interface Migration {
@@ -24,4 +25,5 @@ export const migrations: Migration[] = [
   memoryMigration,
   approvalsMigration,
   jobAuthorityMigration,
+  memoryVisibilityMigration,
 ];
