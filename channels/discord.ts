@@ -27,6 +27,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
 import { editedOrNull } from "./draft-edit.js";
 import { renderParts } from "./format/chunk.js";
@@ -38,6 +39,8 @@ const LIMIT = 2000;
 const AUTHENTICATION_FAILED = 4004;
 const RATE_LIMIT_WAIT_MS = 1500;
 const DISALLOWED_INTENTS = 4014;
+/** Discord's attachment hosts (https only). */
+const DISCORD_FILE_HOSTS = ["cdn.discordapp.com", "media.discordapp.net"];
 
 interface SentMessage {
   id: string;
@@ -56,6 +59,7 @@ export class DiscordChannel implements ChannelAdapter {
   private readonly client: Client;
   private readonly status$ = new StatusTracker();
   private readonly token: string;
+  private readonly files: PlatformFiles;
   private stopped = false;
   private retryTimer: NodeJS.Timeout | null = null;
 
@@ -68,6 +72,11 @@ export class DiscordChannel implements ChannelAdapter {
       );
     }
     this.token = config.token;
+    this.files = new PlatformFiles({
+      platform: "Discord",
+      hosts: DISCORD_FILE_HOSTS,
+      endpoint: config.apiBase,
+    });
     this.client = new Client({
       intents: [
         GatewayIntentBits.Guilds,
@@ -311,13 +320,8 @@ export class DiscordChannel implements ChannelAdapter {
   async download(attachment: Attachment): Promise<Buffer> {
     if (!attachment.url)
       throw new MagpieError("channel.discord.no_url", `Discord attachment ${attachment.id} has no URL.`);
-    const response = await fetch(attachment.url);
-    if (!response.ok)
-      throw new MagpieError(
-        "channel.discord.download_failed",
-        `Discord attachment download failed (${response.status}).`,
-      );
-    return Buffer.from(await response.arrayBuffer());
+    // CDN URLs are signed: no bot token goes with them, but only Discord's own hosts are contacted.
+    return this.files.download(attachment.url);
   }
 
   /** Runs a REST call, mapping failures onto the outbox's retry contract. */

@@ -14,6 +14,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
 import { editedOrNull } from "./draft-edit.js";
 import { chunkMarkdown, type RenderedPart, renderParts } from "./format/chunk.js";
@@ -26,6 +27,8 @@ import { StatusTracker } from "./status-tracker.js";
 type KnownBlock = types.KnownBlock;
 
 const LIMIT = 40_000;
+/** Where a workspace's `url_private` files live (https only). */
+const SLACK_FILE_HOSTS = ["files.slack.com"];
 const SECTION_LIMIT = 3000;
 const IGNORED_SUBTYPES = new Set([
   "bot_message",
@@ -62,6 +65,15 @@ const slackMessageEventSchema = z.looseObject({
     .optional(),
 });
 
+/** Slack's window for `X-Slack-Request-Timestamp`, applied both ways (api.slack.com/authentication/verifying-requests-from-slack). */
+const MAX_TIMESTAMP_SKEW_SECONDS = 5 * 60;
+
+/** True when the request timestamp (seconds) is a number within 5 minutes of now, past or future. */
+export function isFreshSlackTimestamp(header: string | string[] | undefined, nowMs: number): boolean {
+  if (typeof header !== "string" || !/^\d{1,12}$/.test(header)) return false;
+  return Math.abs(Math.floor(nowMs / 1000) - Number(header)) <= MAX_TIMESTAMP_SKEW_SECONDS;
+}
+
 type SlackMessageEvent = z.infer<typeof slackMessageEventSchema>;
 
 interface SlackApiError {
@@ -86,6 +98,8 @@ export class SlackChannel implements ChannelAdapter {
   private readonly socketReceiver: AckAfterProcessingSocketReceiver | null = null;
   private readonly httpReceiver: HTTPReceiver | null = null;
   private readonly botToken: string;
+  private readonly files: PlatformFiles;
+  private readonly now: () => number;
   private botUserId = "";
   private sink: InboundSink | null = null;
   private stopped = false;
@@ -96,8 +110,9 @@ export class SlackChannel implements ChannelAdapter {
 
   constructor(
     private readonly deps: ChannelDeps,
-    tuning: { clientPingTimeoutMs?: number } = {},
+    tuning: { clientPingTimeoutMs?: number; now?: () => number } = {},
   ) {
+    this.now = tuning.now ?? Date.now;
     const config = deps.config.channels.slack;
     if (!config.botToken) {
       throw new MagpieError(
@@ -106,6 +121,12 @@ export class SlackChannel implements ChannelAdapter {
       );
     }
     this.botToken = config.botToken;
+    this.files = new PlatformFiles({
+      platform: "Slack",
+      hosts: SLACK_FILE_HOSTS,
+      endpoint: config.apiUrl,
+      headers: { authorization: `Bearer ${config.botToken}` },
+    });
     this.pacer = config.pacing ? new Pacer({ perChat: () => ({ max: 1, perMs: 1000 }) }) : null;
     const clientOptions = {
       ...(config.apiUrl ? { slackApiUrl: config.apiUrl } : {}),
@@ -191,7 +212,20 @@ export class SlackChannel implements ChannelAdapter {
       return;
     }
     if (this.httpReceiver) {
-      this.deps.http.route("POST", "/slack/events", this.httpReceiver.requestListener);
+      const receiver = this.httpReceiver;
+      this.deps.http.route("POST", "/slack/events", (request, response) => {
+        // Bolt refuses old timestamps only; a signed request stamped ahead of our clock would otherwise stay
+        // replayable until then.
+        if (!isFreshSlackTimestamp(request.headers["x-slack-request-timestamp"], this.now())) {
+          this.deps.logger.warn(
+            { channel: this.name },
+            "slack request refused: timestamp not within 5 minutes",
+          );
+          response.writeHead(401).end();
+          return;
+        }
+        return receiver.requestListener(request, response);
+      });
       this.status$.set("connected");
       return;
     }
@@ -396,14 +430,8 @@ export class SlackChannel implements ChannelAdapter {
   async download(attachment: Attachment): Promise<Buffer> {
     if (!attachment.url)
       throw new MagpieError("channel.slack.no_url", `Slack file ${attachment.id} has no download URL.`);
-    // Private Slack file URLs need the bot token (files:read scope).
-    const response = await fetch(attachment.url, { headers: { authorization: `Bearer ${this.botToken}` } });
-    if (!response.ok)
-      throw new MagpieError(
-        "channel.slack.download_failed",
-        `Slack file download failed (${response.status}); the app needs the files:read scope.`,
-      );
-    return Buffer.from(await response.arrayBuffer());
+    // Private Slack file URLs need the bot token (files:read scope): it goes to Slack's file host only.
+    return this.files.download(attachment.url);
   }
 
   async stop(): Promise<void> {

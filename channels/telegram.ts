@@ -13,6 +13,8 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { GuardRefusal } from "../src/security/guard-refusal.js";
+import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
 import { ButtonIdMap } from "./button-ids.js";
 import { editedOrNull } from "./draft-edit.js";
@@ -24,6 +26,9 @@ import { StatusTracker } from "./status-tracker.js";
 
 const TOKEN_HINT = "Check TELEGRAM_BOT_TOKEN or channels.telegram.token.";
 const LIMIT = 4096;
+const TELEGRAM_API_ROOT = "https://api.telegram.org";
+/** What getFile returns as `file_path`: relative segments like `documents/file_12.pdf`. */
+const TELEGRAM_FILE_PATH = /^[\w.-]+(?:\/[\w.-]+)*$/;
 
 /** Inbound message ids are per chat on Telegram; Magpie's ids are `<chatId>:<messageId>` so they are unique. */
 const platformMessageId = (messageId: string): number => Number(messageId.split(":").pop());
@@ -42,6 +47,7 @@ export class TelegramChannel implements ChannelAdapter {
   private readonly status$ = new StatusTracker();
   private readonly buttonIds = new ButtonIdMap(64);
   private readonly pacer: Pacer | null;
+  private readonly files: PlatformFiles;
   private readonly config: ChannelDeps["config"]["channels"]["telegram"];
   private stopped = false;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -64,6 +70,11 @@ export class TelegramChannel implements ChannelAdapter {
     }
     this.bot = new Bot(token, { client: this.config.apiRoot ? { apiRoot: this.config.apiRoot } : {} });
     this.pacer = this.config.pacing ? telegramPacer() : null;
+    this.files = new PlatformFiles({
+      platform: "Telegram",
+      hosts: [new URL(TELEGRAM_API_ROOT).hostname],
+      endpoint: this.config.apiRoot,
+    });
     this.bot.api.config.use(async (previous, method, payload, signal) => {
       if (method !== "getUpdates") return previous(method, payload, signal);
       try {
@@ -324,14 +335,19 @@ export class TelegramChannel implements ChannelAdapter {
     const file = await this.bot.api.getFile(attachment.id);
     if (!file.file_path)
       throw new MagpieError("channel.telegram.no_file", `Telegram has no file for ${attachment.id}.`);
-    const root = this.config.apiRoot ?? "https://api.telegram.org";
-    const response = await fetch(`${root}/file/bot${this.config.token}/${file.file_path}`);
-    if (!response.ok)
-      throw new MagpieError(
-        "channel.telegram.download_failed",
-        `Telegram file download failed (${response.status}).`,
+    // The URL carries the bot token, so the path from getFile must stay a plain relative path under
+    // /file/bot<token>/ on the API host: no `..`, no escapes, no absolute URL.
+    if (
+      !TELEGRAM_FILE_PATH.test(file.file_path) ||
+      file.file_path.split("/").some((part) => /^\.+$/.test(part))
+    ) {
+      throw new GuardRefusal(
+        "attachment.foreign_host",
+        "Telegram answered getFile with a file path that leaves the bot's file directory; it was not downloaded and no credential was sent.",
       );
-    return Buffer.from(await response.arrayBuffer());
+    }
+    const root = this.config.apiRoot ?? TELEGRAM_API_ROOT;
+    return this.files.download(`${root}/file/bot${this.config.token}/${file.file_path}`);
   }
 
   private keyboard(rows: NonNullable<OutboundMessage["buttons"]>): InlineKeyboard {

@@ -21,6 +21,7 @@ import { createChatModel } from "../llm/create-model.js";
 import type { ChatModel } from "../llm/types.js";
 import { createLogger } from "../log/logger.js";
 import { createRedactor, type Redactor } from "../security/redact.js";
+import { HostAllowList } from "../security/ssrf-address.js";
 import { Store } from "../store/index.js";
 import type { Tool } from "../tools/define-tool.js";
 import { builtinTools } from "../tools/index.js";
@@ -179,6 +180,9 @@ export class MagpieApp {
   /** Sets up features, connects channels, recovers unfinished work and starts delivery. */
   async start(): Promise<void> {
     const { config, logger } = this;
+    // A bad entry stops start-up here rather than at the first web_fetch; the owner's opening is logged once.
+    const allowHosts = new HostAllowList(config.security.ssrf.allowHosts);
+    if (!allowHosts.isEmpty) logger.info({ allowHosts: allowHosts.entries }, "ssrf-allow-hosts");
     for (const feature of this.options.features ?? defaultFeatures) await feature.setup(this.context);
     if (this.options.listen !== false) {
       const address = await this.http.listen(config.http.port, config.http.host);

@@ -1,26 +1,65 @@
+import { readFileSync } from "node:fs";
+import { parse as parseDotenv } from "dotenv";
 import { SECRET_PATHS } from "../config/env.js";
 import type { MagpieConfig } from "../config/schema.js";
 import { redactSecretPatterns } from "./secret-patterns.js";
 
-const SECRET_ENV_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_KEY|USER_KEY|CREDENTIAL)/i;
+const SECRET_ENV_NAME =
+  /(TOKEN|SECRET|PASSWORD|PASSWD|(^|_)PASS(_|$)|_PWD$|API_?KEY|PRIVATE_KEY|USER_KEY|CREDENTIAL)/i;
 const MIN_SECRET_LENGTH = 6;
 export const REDACTED = "[REDACTED]";
+/** Runs of base64/hex characters continued over line breaks. */
+const WRAPPED_RUN = /[\w+/=-]+(?:\r?\n[\w+/=-]+)+/g;
 
-/** Removes known secret values (tokens, API keys) and well-known credential formats from text and nested values. */
+/**
+ * The forms a secret is caught in besides itself: reversed, hex (lower and upper case) and the base64 and
+ * base64url runs it produces at each of the three byte alignments inside a longer encoded stream (the
+ * characters that also depend on neighbouring bytes are left out, and padding never matters).
+ */
+export function encodedForms(secret: string): string[] {
+  const bytes = Buffer.from(secret, "utf8");
+  const forms = new Set<string>([
+    [...secret].reverse().join(""),
+    bytes.toString("hex"),
+    bytes.toString("hex").toUpperCase(),
+  ]);
+  for (const offset of [0, 1, 2]) {
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64");
+    // Characters made only of the secret's bits: skip those sharing bits with the `offset` bytes before it,
+    // stop before the one sharing bits with whatever follows.
+    const first = Math.ceil((offset * 8) / 6);
+    const end = Math.floor(((offset + bytes.length) * 8) / 6);
+    const core = encoded.slice(first, end);
+    forms.add(core);
+    forms.add(core.replaceAll("+", "-").replaceAll("/", "_"));
+  }
+  forms.delete(secret);
+  return [...forms].filter((form) => form.length >= MIN_SECRET_LENGTH);
+}
+
+/**
+ * Removes known secret values (tokens, API keys, passwords) and well-known credential formats from text and
+ * nested values — also their base64, base64url, hex and reversed forms. A last line of defence: the sandbox
+ * keeps the agent from reading secrets; this catches what slips into output, logs and LLM requests anyway.
+ */
 export class Redactor {
   private secrets: string[] = [];
+  /** Every form to replace, secrets and their encodings, precomputed once per `add`. */
+  private forms: string[] = [];
   private pattern: RegExp | null = null;
 
   add(...values: Array<string | undefined | null>): this {
+    let changed = false;
     for (const value of values) {
       if (!value || value.length < MIN_SECRET_LENGTH || this.secrets.includes(value)) continue;
       this.secrets.push(value);
+      this.forms.push(value, ...encodedForms(value));
+      changed = true;
     }
-    // Longest first, so a secret that contains another is replaced whole.
-    this.secrets.sort((a, b) => b.length - a.length);
-    this.pattern = this.secrets.length
-      ? new RegExp(this.secrets.map((secret) => secret.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g")
-      : null;
+    if (!changed) return this;
+    // Longest first, so a form that contains another is replaced whole.
+    this.forms = [...new Set(this.forms)].sort((a, b) => b.length - a.length);
+    this.pattern = new RegExp(this.forms.map(escapeRegExp).join("|"), "g");
     return this;
   }
 
@@ -29,7 +68,20 @@ export class Redactor {
   }
 
   redact(text: string): string {
-    const known = this.pattern ? text.replace(this.pattern, REDACTED) : text;
+    const pattern = this.pattern;
+    let known = text;
+    if (pattern) {
+      known = text.replace(pattern, REDACTED);
+      // An encoded run may be wrapped (`base64` breaks lines at 76 columns, `fold` anywhere): runs that continue
+      // across line breaks are checked joined, and replaced joined when they hide a secret.
+      if (known.includes("\n")) {
+        known = known.replace(WRAPPED_RUN, (run) => {
+          const joined = run.replace(/\r?\n/g, "");
+          pattern.lastIndex = 0;
+          return pattern.test(joined) ? joined.replace(pattern, REDACTED) : run;
+        });
+      }
+    }
     return redactSecretPatterns(known, REDACTED);
   }
 
@@ -46,20 +98,72 @@ export class Redactor {
   }
 }
 
-/** A redactor loaded with the config's secret keys and secret-looking environment variables. */
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * The secrets among environment-style variables: values of secret-looking names, and passwords inside URL
+ * values under any name (`DATABASE_URL=postgres://user:pass@host/db` → `pass`).
+ */
+export function secretsOfVariables(variables: Record<string, string | undefined>): string[] {
+  const found: string[] = [];
+  for (const [name, value] of Object.entries(variables)) {
+    if (!value) continue;
+    if (SECRET_ENV_NAME.test(name)) found.push(value);
+    found.push(...urlPasswords(value));
+  }
+  return found;
+}
+
+/** Passwords of `scheme://user:password@host` URLs inside a value (percent-decoded form too). */
+function urlPasswords(value: string): string[] {
+  const passwords: string[] = [];
+  for (const match of value.matchAll(/[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:([^\s@/]+)@/gi)) {
+    const password = match[1]!;
+    passwords.push(password);
+    try {
+      const decoded = decodeURIComponent(password);
+      if (decoded !== password) passwords.push(decoded);
+    } catch {
+      // Not valid percent-encoding: the raw form is enough.
+    }
+  }
+  return passwords;
+}
+
+/** Variables of the `.env` files the config loaded (unreadable files are skipped: they were read at start). */
+function dotenvVariables(files: readonly string[]): Record<string, string> {
+  const variables: Record<string, string> = {};
+  for (const file of files) {
+    try {
+      Object.assign(variables, parseDotenv(readFileSync(file)));
+    } catch {
+      // Gone since start-up: nothing to add.
+    }
+  }
+  return variables;
+}
+
+/**
+ * A redactor loaded with the config's secret keys, and the secrets among the process environment, the loaded
+ * `.env` files and `mcpServers.*.env` (secret-looking names and passwords inside URLs).
+ */
 export function createRedactor(config: MagpieConfig | null, env: NodeJS.ProcessEnv = process.env): Redactor {
   const redactor = new Redactor();
+  const values: string[] = [];
   if (config) {
     for (const keyPath of SECRET_PATHS) {
       let node: unknown = config;
       for (const segment of keyPath) node = (node as Record<string, unknown> | undefined)?.[segment];
-      if (typeof node === "string") redactor.add(node);
+      if (typeof node === "string") values.push(node);
     }
+    values.push(...secretsOfVariables(dotenvVariables(config.envFiles ?? [])));
+    for (const server of Object.values(config.mcpServers ?? {}))
+      values.push(...secretsOfVariables(server.env));
   }
-  for (const [name, value] of Object.entries(env)) {
-    if (SECRET_ENV_NAME.test(name)) redactor.add(value);
-  }
-  return redactor;
+  values.push(...secretsOfVariables(env));
+  return redactor.add(...values);
 }
 
 /** True for environment variable names that look like they hold secrets. */

@@ -3,7 +3,13 @@ import type { Dispatcher } from "undici";
 import { ToolError } from "../tools/define-tool.js";
 import { GuardRefusal } from "./guard-refusal.js";
 import { readCapped } from "./read-capped.js";
-import { addressProblem, isIpLiteral, isLocalHostname, normalizeHostname } from "./ssrf-address.js";
+import {
+  addressProblem,
+  HostAllowList,
+  isIpLiteral,
+  isLocalHostname,
+  normalizeHostname,
+} from "./ssrf-address.js";
 
 /** Resolves a hostname to its addresses (a port, so tests can answer without real DNS). */
 export type LookupPort = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
@@ -18,6 +24,13 @@ export interface SafeHttpClientOptions {
    * hostname are still judged.
    */
   testOnlyPublicHosts?: Record<string, string>;
+  /** `security.ssrf.allowHosts`: private hosts or CIDRs reachable anyway (a home server on the LAN). */
+  allowHosts?: readonly string[];
+  /**
+   * Exact origins (`scheme://host:port`) whose address is not judged: a chat platform's own configured endpoint,
+   * which is 127.0.0.1 when it is a test fake or a self-hosted server. Only those origins; redirects are judged.
+   */
+  trustedOrigins?: readonly string[];
 }
 
 export interface SafeRequest {
@@ -44,6 +57,8 @@ export interface SafeResponse {
 
 const DEFAULT_MAX_REDIRECTS = 5;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+/** Headers dropped when a redirect leaves the origin, as browsers do: a credential goes only where it was sent. */
+const CREDENTIAL_HEADERS = new Set(["authorization", "cookie", "proxy-authorization", "x-api-key"]);
 /** Headers the caller may not set: they'd let a request pretend to be for another host or smuggle a body. */
 const FORBIDDEN_HEADERS = new Set([
   "host",
@@ -69,9 +84,13 @@ function domainAllowed(host: string, allowedDomains: string[] | undefined): bool
 export class SafeHttpClient {
   private readonly lookup: LookupPort;
   private readonly testOnlyPublicHosts: Map<string, string>;
+  private readonly allowHosts: HostAllowList;
+  private readonly trustedOrigins: Set<string>;
 
   constructor(options: SafeHttpClientOptions = {}) {
     this.lookup = options.lookup ?? systemLookup;
+    this.allowHosts = new HostAllowList(options.allowHosts);
+    this.trustedOrigins = new Set((options.trustedOrigins ?? []).map((origin) => new URL(origin).origin));
     this.testOnlyPublicHosts = new Map(
       Object.entries(options.testOnlyPublicHosts ?? {}).map(([host, address]) => [
         normalizeHostname(host),
@@ -112,11 +131,12 @@ export class SafeHttpClient {
     }
     const pinned = this.testOnlyPublicHosts.get(host);
     if (pinned) return { url, address: pinned };
+    const trusted = this.trustedOrigins.has(url.origin);
     if (isIpLiteral(host)) {
-      this.judge(host, host);
+      if (!trusted) this.judge(host, host);
       return { url, address: host };
     }
-    if (isLocalHostname(host)) {
+    if (isLocalHostname(host) && !trusted && !this.allowHosts.allowsName(host)) {
       throw new GuardRefusal(
         "ssrf.private_address",
         `${host} names this machine or its local network. Only public addresses may be fetched.`,
@@ -133,16 +153,17 @@ export class SafeHttpClient {
     }
     if (addresses.length === 0) throw new ToolError("ssrf.dns_failed", `${host} has no addresses.`);
     // Every answer must be public: otherwise a mixed answer would let a later connection land on a private one.
-    for (const { address } of addresses) this.judge(host, address);
+    if (!trusted) for (const { address } of addresses) this.judge(host, address);
     return { url, address: addresses[0]!.address };
   }
 
   private judge(host: string, address: string): void {
+    if (this.allowHosts.allowsAddress(host, address)) return;
     const problem = addressProblem(address);
     if (problem) {
       throw new GuardRefusal(
         "ssrf.private_address",
-        `${host} resolves to ${address} (${problem}); loopback, private, link-local, CGNAT, multicast, metadata and other non-public addresses are refused. Only public addresses may be fetched.`,
+        `${host} resolves to ${address} (${problem}); loopback, private, link-local, CGNAT, multicast, metadata and other non-public addresses are refused. Only public addresses may be fetched${this.allowHosts.isEmpty ? "; the owner can list a private host in security.ssrf.allowHosts" : ""}.`,
       );
     }
   }
@@ -154,7 +175,7 @@ export class SafeHttpClient {
     let currentUrl = input.url;
     let method = (input.method ?? "GET").toUpperCase();
     let body = input.body;
-    const headers = Object.fromEntries(
+    let headers = Object.fromEntries(
       Object.entries(input.headers ?? {}).filter(([name]) => !FORBIDDEN_HEADERS.has(name.toLowerCase())),
     );
     const signal = input.signal
@@ -195,7 +216,13 @@ export class SafeHttpClient {
               `More than ${maxRedirects} redirects starting at ${input.url}; stopped at ${currentUrl}.`,
             );
           }
-          currentUrl = new URL(location, url).toString();
+          const next = new URL(location, url);
+          if (next.origin !== url.origin) {
+            headers = Object.fromEntries(
+              Object.entries(headers).filter(([name]) => !CREDENTIAL_HEADERS.has(name.toLowerCase())),
+            );
+          }
+          currentUrl = next.toString();
           redirects.push(currentUrl);
           if (
             response.statusCode === 303 ||

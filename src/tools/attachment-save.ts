@@ -3,11 +3,12 @@ import path from "node:path";
 import { z } from "zod";
 import type { Attachment, ChannelAdapter, InboundMessage } from "../core/types.js";
 import { ensureWorkspace, guardPath } from "../security/path-guard.js";
+import { MAX_ATTACHMENT_BYTES } from "../security/platform-files.js";
 import type { Store } from "../store/index.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 
-const MAX_BYTES = 10 * 1024 * 1024;
+const MAX_BYTES = MAX_ATTACHMENT_BYTES;
 /** How far back in the chat to look for the message that carried the attachment. */
 const RECENT_MESSAGES = 50;
 
@@ -86,6 +87,8 @@ export const attachmentSaveTool = defineTool({
       "write",
     );
     const bytes = await adapter.download(attachment).catch((error: unknown) => {
+      // Refusals (attachment.foreign_host, ssrf.*) and sized failures keep their own code and audit verdict.
+      if (error instanceof ToolError) throw error;
       throw new ToolError(
         "attachment.download_failed",
         `Downloading the attachment failed: ${String(error)}`,

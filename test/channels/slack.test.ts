@@ -287,6 +287,37 @@ describe("slack specifics", () => {
       expect(sink.messages).toHaveLength(0);
     });
 
+    it("rejects a correctly signed request stamped 6 minutes in the future with 401", async () => {
+      const { fake, sink, url } = await startedHttp();
+      const body = JSON.stringify(
+        messageEvent(fake, { channel: DM, channel_type: "im", text: "pre-signed" }),
+      );
+      const sixMinutesAhead = Math.floor(Date.now() / 1000) + 360;
+      for (const timestamp of [sixMinutesAhead, Math.floor(Date.now() / 1000) + 10 * 365 * 86400]) {
+        const response = await fetch(url, {
+          method: "POST",
+          body,
+          headers: slackSignature(SECRET, body, timestamp),
+        });
+        expect(response.status).toBe(401);
+      }
+      const missing = await fetch(url, {
+        method: "POST",
+        body,
+        headers: { ...slackSignature(SECRET, body), "x-slack-request-timestamp": "" },
+      });
+      expect(missing.status).toBe(401);
+      expect(sink.messages).toHaveLength(0);
+      // Within the window (a little clock skew ahead) the same request is accepted.
+      const response = await fetch(url, {
+        method: "POST",
+        body,
+        headers: slackSignature(SECRET, body, Math.floor(Date.now() / 1000) + 60),
+      });
+      expect(response.status).toBe(200);
+      expect(sink.messages.map((message) => message.text)).toEqual(["pre-signed"]);
+    });
+
     it("requires a signing secret without an app token", () => {
       expect(() => new SlackChannel(channelDeps({ slack: { botToken: "xoxb-1" } }))).toThrow(
         /SLACK_SIGNING_SECRET/,

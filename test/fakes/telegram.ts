@@ -45,6 +45,8 @@ export class FakeTelegram {
   private readonly server: Server;
   private port = 0;
   readonly files = new Map<string, { path: string; content: Buffer }>();
+  /** Paths of every request outside the Bot API methods (file downloads), in order. */
+  readonly fileRequests: string[] = [];
 
   constructor() {
     this.server = createServer((request, response) => {
@@ -125,6 +127,7 @@ export class FakeTelegram {
       return;
     }
     const url = request.url ?? "";
+    if (!/^\/bot[^/]+\//.test(url)) this.fileRequests.push(url);
     const file = /^\/file\/bot([^/]+)\/(.+)$/.exec(url);
     if (file) {
       const found = [...this.files.values()].find((entry) => entry.path === file[2]);

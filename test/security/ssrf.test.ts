@@ -96,6 +96,8 @@ beforeAll(async () => {
           return redirect("http://169.254.169.254/latest/meta-data/iam/");
         case "/to-file":
           return redirect("file:///etc/passwd");
+        case "/to-other-origin":
+          return redirect(`http://other.test:${publicPort}/echo`, 307);
         case "/hop": {
           const left = Number(url.searchParams.get("left") ?? "0");
           return left > 0 ? redirect(`/hop?left=${left - 1}`) : redirect("/article");
@@ -143,6 +145,8 @@ const fakeDns: Record<string, Array<{ address: string; family: number }>> = {
   "v6-loopback.test": [{ address: "::1", family: 6 }],
   "metadata.test": [{ address: "169.254.169.254", family: 4 }],
   "mapped.test": [{ address: "::ffff:127.0.0.1", family: 6 }],
+  "nas.test": [{ address: "127.0.0.1", family: 4 }],
+  "nas-metadata.test": [{ address: "169.254.169.254", family: 4 }],
 };
 const lookups: string[] = [];
 const fakeLookup: LookupPort = async (hostname) => {
@@ -152,7 +156,10 @@ const fakeLookup: LookupPort = async (hostname) => {
   return answer;
 };
 const guardedClient = () =>
-  new SafeHttpClient({ lookup: fakeLookup, testOnlyPublicHosts: { "public.test": "127.0.0.1" } });
+  new SafeHttpClient({
+    lookup: fakeLookup,
+    testOnlyPublicHosts: { "public.test": "127.0.0.1", "other.test": "127.0.0.1" },
+  });
 
 describe("SSRF guard", () => {
   const port = () => canary.port;
@@ -337,5 +344,135 @@ describe("http_request", () => {
     );
     expect(result.body).toHaveLength(1000);
     expect(result.truncated).toContain("1000 bytes");
+  });
+});
+
+describe("security.ssrf.allowHosts", () => {
+  /** Plays the owner's home server (a different port from the canary, which must stay untouched). */
+  let home: http.Server;
+  let homePort = 0;
+  const homeRequests: string[] = [];
+  beforeAll(async () => {
+    home = http.createServer((request, response) => {
+      homeRequests.push(request.url ?? "");
+      const redirect = (location: string) => {
+        response.writeHead(302, { location });
+        response.end();
+      };
+      if (request.url === "/to-metadata") return redirect("http://169.254.169.254/latest/meta-data/");
+      if (request.url === "/to-lan") return redirect("http://192.168.1.60/admin");
+      if (request.url === "/to-v6-loopback") return redirect(`http://[::1]:${canary.port}/stolen`);
+      response.writeHead(200, { "content-type": "text/plain" });
+      response.end("HOME-SERVER");
+    });
+    homePort = await listen(home, "127.0.0.1");
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => home.close(resolve));
+  });
+
+  const client = (allowHosts: string[]) => new SafeHttpClient({ lookup: fakeLookup, allowHosts });
+  const get = (safeHttp: SafeHttpClient, url: string) =>
+    safeHttp.request({ url, maxResponseBytes: 1000, timeoutMs: 5000 }).then(
+      (response) => response.body.toString(),
+      (error: { code?: string }) => error.code ?? String(error),
+    );
+
+  it("reaches an allowed private host; the same request without the entry is refused", async () => {
+    expect(await get(client(["127.0.0.1"]), `http://127.0.0.1:${homePort}/`)).toBe("HOME-SERVER");
+    expect(await get(client([]), `http://127.0.0.1:${homePort}/`)).toBe("ssrf.private_address");
+    expect(await get(client(["127.0.0.0/8"]), `http://127.0.0.1:${homePort}/`)).toBe("HOME-SERVER");
+    // The other spellings of an allowed address are that address.
+    expect(await get(client(["127.0.0.1"]), `http://2130706433:${homePort}/`)).toBe("HOME-SERVER");
+  });
+
+  it("web_fetch and http_request follow config security.ssrf.allowHosts", async () => {
+    const tools = await harness();
+    tools.config.security.ssrf.allowHosts = ["127.0.0.1"];
+    const fetched = await tools.call("web_fetch", { url: `http://127.0.0.1:${homePort}/page` });
+    expect(errorCode(fetched)).toBeNull();
+    expect(fetched).toContain("HOME-SERVER");
+    const requested = JSON.parse(
+      await tools.call("http_request", { url: `http://127.0.0.1:${homePort}/api` }),
+    );
+    expect(requested).toMatchObject({ status: 200, body: "HOME-SERVER" });
+    const refused = await tools.call("http_request", { url: `http://[::1]:${canary.port}/` });
+    expect(errorCode(refused)).toBe("ssrf.private_address");
+  });
+
+  it("allowing a LAN range opens nothing else: loopback in every spelling, metadata, other private ranges", async () => {
+    const lan = client(["192.168.1.0/24"]);
+    await expect(lan.resolveTarget("http://192.168.1.50/")).resolves.toMatchObject({
+      address: "192.168.1.50",
+    });
+    for (const url of [
+      `http://127.0.0.1:${canary.port}/`,
+      `http://[::ffff:127.0.0.1]:${canary.port}/`,
+      `http://2130706433:${canary.port}/`,
+      `http://0177.0.0.1:${canary.port}/`,
+      `http://[::1]:${canary.port}/`,
+      `http://localhost:${canary.port}/`,
+      "http://169.254.169.254/latest/meta-data/",
+      "http://[::ffff:169.254.169.254]/",
+      "http://192.168.2.1/",
+      "http://10.0.0.1/",
+      `http://rebind.test:${canary.port}/`,
+    ]) {
+      expect(await get(lan, url), url).toBe("ssrf.private_address");
+    }
+  });
+
+  it("each loopback spelling is refused unless its address is allowed", async () => {
+    const forms = ["[::ffff:127.0.0.1]", "2130706433", "0177.0.0.1", "[::1]"];
+    for (const form of forms) {
+      await expect(client([]).resolveTarget(`http://${form}:${canary.port}/`), form).rejects.toMatchObject({
+        code: "ssrf.private_address",
+      });
+    }
+    for (const form of forms.slice(0, 3)) {
+      await expect(client(["127.0.0.1"]).resolveTarget(`http://${form}/`), form).resolves.toMatchObject({
+        address: expect.stringMatching(/^127\.0\.0\.1$|^::ffff:7f00:1$/),
+      });
+    }
+    await expect(client(["127.0.0.1"]).resolveTarget("http://[::1]/")).rejects.toMatchObject({
+      code: "ssrf.private_address",
+    });
+    await expect(client(["::1"]).resolveTarget("http://[::1]/")).resolves.toMatchObject({ address: "::1" });
+  });
+
+  it("re-checks redirects: an allowed host redirecting to a non-allowed private address is refused", async () => {
+    const allowed = client(["127.0.0.1"]);
+    for (const route of ["/to-metadata", "/to-lan", "/to-v6-loopback"]) {
+      homeRequests.length = 0;
+      expect(await get(allowed, `http://127.0.0.1:${homePort}${route}`), route).toBe("ssrf.private_address");
+      expect(homeRequests).toEqual([route]);
+    }
+  });
+
+  it("a hostname entry opens that name only, never the metadata address it might resolve to", async () => {
+    await expect(client(["nas.test"]).resolveTarget("http://nas.test/")).resolves.toMatchObject({
+      address: "127.0.0.1",
+    });
+    await expect(client(["nas.test"]).resolveTarget("http://rebind.test/")).rejects.toMatchObject({
+      code: "ssrf.private_address",
+    });
+    await expect(
+      client(["nas-metadata.test"]).resolveTarget("http://nas-metadata.test/"),
+    ).rejects.toMatchObject({ code: "ssrf.private_address" });
+    expect(() => client(["10.0.0.0/33"])).toThrow(/allowHosts/);
+    expect(() => client(["not a host"])).toThrow(/allowHosts/);
+  });
+});
+
+describe("redirects and credentials", () => {
+  it("drops Authorization when a redirect leaves the origin", async () => {
+    const tools = await harness({ services: { safeHttp: guardedClient() } });
+    const result = JSON.parse(
+      await tools.call("http_request", {
+        url: `http://public.test:${publicPort}/to-other-origin`,
+        headers: { authorization: "Bearer only-for-public-test" },
+      }),
+    );
+    expect(JSON.parse(result.body)).toMatchObject({ auth: null, host: `other.test:${publicPort}` });
   });
 });
