@@ -21,6 +21,7 @@ import { createChatModel } from "../llm/create-model.js";
 import type { ChatModel } from "../llm/types.js";
 import { createLogger } from "../log/logger.js";
 import { createRedactor, type Redactor } from "../security/redact.js";
+import { requireSandboxStatus, type SandboxStatus } from "../security/sandbox.js";
 import { HostAllowList } from "../security/ssrf-address.js";
 import { Store } from "../store/index.js";
 import type { Tool } from "../tools/define-tool.js";
@@ -97,6 +98,7 @@ export class MagpieApp {
   private approvals: ApprovalGate = denyAllApprovals;
   private authority: AuthorityPort = consoleOnlyAuthority;
   private started = false;
+  private sandbox: SandboxStatus | null = null;
   private stopping: Promise<void> | null = null;
 
   constructor(private readonly options: AppOptions) {
@@ -166,6 +168,7 @@ export class MagpieApp {
         queueStats: () => this.router.queues.stats(),
         stop: (sessionKey) => this.router.stop(sessionKey),
         onReset: (sessionKey) => this.tools.scratch.clear(sessionKey),
+        sandbox: () => this.sandbox,
       }),
     );
     this.http = new HttpServer(this.logger);
@@ -183,7 +186,13 @@ export class MagpieApp {
     // A bad entry stops start-up here rather than at the first web_fetch; the owner's opening is logged once.
     const allowHosts = new HostAllowList(config.security.ssrf.allowHosts);
     if (!allowHosts.isEmpty) logger.info({ allowHosts: allowHosts.entries }, "ssrf-allow-hosts");
+    // The probe (one bwrap run, a few ms) overlaps feature set-up; `bwrap` mode without bwrap stops start-up.
+    const sandbox = requireSandboxStatus(config.tools.shell);
+    sandbox.catch(() => {});
     for (const feature of this.options.features ?? defaultFeatures) await feature.setup(this.context);
+    this.sandbox = await sandbox;
+    if (this.sandbox.active) logger.info(this.sandbox, "sandbox");
+    else logger.warn(this.sandbox, "sandbox");
     if (this.options.listen !== false) {
       const address = await this.http.listen(config.http.port, config.http.host);
       logger.info({ host: address.address, port: address.port }, "http-listening");

@@ -12,8 +12,17 @@ export interface BuiltinCommandDeps {
   uptimeMs: () => number;
   queueStats: () => { sessions: number; running: number; waiting: number };
   stop: (sessionKey: string) => { aborted: boolean; dropped: number };
+  /** Whether shell, git and command jobs run in the sandbox (known once start-up has probed it). */
+  sandbox?: () => { active: boolean; reason: string } | null;
   /** Extra clean-up when a session is reset (tool scratch state). */
   onReset?: (sessionKey: string) => void;
+}
+
+function sandboxLine(status: { active: boolean; reason: string } | null): string {
+  if (!status) return "Sandbox: not probed yet.";
+  return status.active
+    ? "Sandbox: on (bubblewrap)."
+    : `Sandbox: OFF, shell and git run unsandboxed (${status.reason}).`;
 }
 
 /** /help /start /status /reset /stop — deterministic, no LLM needed. */
@@ -56,6 +65,7 @@ export function builtinCommands(deps: BuiltinCommandDeps): SlashCommand[] {
           `Magpie is up ${formatDuration(deps.uptimeMs())}.`,
           `Model: ${deps.modelName ?? "none configured (slash commands only)"}; agent: ${agent.name}.`,
           `Channels: ${channels || "none"}.`,
+          sandboxLine(deps.sandbox?.() ?? null),
           `Turns: ${queue.running} running, ${queue.waiting} waiting. Outbox: ${deps.store.outbox.pendingCount()} pending.`,
           `This chat: ${history.messages} messages in history (~${history.tokens} tokens)${history.hasSummary ? " plus a summary of older turns" : ""}.`,
         ];

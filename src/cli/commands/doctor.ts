@@ -35,6 +35,7 @@ export const run: CliCommand = async (_argv, env) => {
   }
   checks.push(checkDatabase(config, env));
   checks.push(checkWritable("workspace", config.workspace));
+  checks.push(await checkSandbox(config));
   checks.push(await checkLlm(config));
   checks.push(...(await checkChannels(config)));
   checks.push(checkPushover(config));
@@ -78,6 +79,19 @@ function checkDatabase(config: MagpieConfig, env: CliEnv): Check {
       fix: `make ${config.dataDir} writable by this user (dataDir)`,
     };
   }
+}
+
+async function checkSandbox(config: MagpieConfig): Promise<Check> {
+  const { sandboxStatus, SANDBOX_FIX } = await import("../../security/sandbox.js");
+  const status = await sandboxStatus(config.tools.shell);
+  if (status.active)
+    return { name: "sandbox", verdict: "ok", detail: `bubblewrap sandbox active (${status.reason})` };
+  return {
+    name: "sandbox",
+    verdict: "fail",
+    detail: `shell, git and command jobs run unsandboxed: ${status.reason}`,
+    fix: status.mode === "off" ? "set tools.shell.sandbox: auto" : SANDBOX_FIX,
+  };
 }
 
 function checkWritable(name: string, directory: string): Check {
