@@ -2,7 +2,10 @@ import fs from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { MagpieApp } from "../../src/app/app.js";
+import { createLogger } from "../../src/log/logger.js";
 import { type LookupPort, SafeHttpClient } from "../../src/security/safe-http.js";
+import { testConfig } from "../helpers/harness.js";
 import { createToolHarness, errorCode, type ToolHarness } from "../tools/tool-harness.js";
 
 /** Listens on 127.0.0.1 (and ::1 when available) and counts every connection: it must stay at zero. */
@@ -474,5 +477,38 @@ describe("redirects and credentials", () => {
       }),
     );
     expect(JSON.parse(result.body)).toMatchObject({ auth: null, host: `other.test:${publicPort}` });
+  });
+});
+
+describe("allowHosts at start-up", () => {
+  async function startWith(allowHosts: string[]) {
+    const lines: string[] = [];
+    const destination = {
+      write: (line: string) => void lines.push(line),
+    } as unknown as NodeJS.WritableStream;
+    const app = new MagpieApp({
+      config: testConfig({ security: { ssrf: { allowHosts } } }),
+      logger: createLogger({ destination, level: "info" }),
+      model: null,
+      features: [],
+      listen: false,
+      loadChannels: false,
+    });
+    try {
+      await app.start();
+    } finally {
+      await app.stop();
+    }
+    return lines.map((line) => JSON.parse(line) as { msg: string; allowHosts?: string[] });
+  }
+
+  it("logs the owner's private hosts once; a bad entry stops start-up", async () => {
+    const logged = (await startWith(["192.168.1.50", "10.0.0.0/24"])).filter(
+      (line) => line.msg === "ssrf-allow-hosts",
+    );
+    expect(logged).toHaveLength(1);
+    expect(logged[0]!.allowHosts).toEqual(["192.168.1.50", "10.0.0.0/24"]);
+    expect((await startWith([])).some((line) => line.msg === "ssrf-allow-hosts")).toBe(false);
+    await expect(startWith(["10.0.0.0/99"])).rejects.toThrow(/security\.ssrf\.allowHosts/);
   });
 });
