@@ -5,6 +5,7 @@
 const SECTIONS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   startup: () => import("./startup.js"),
   memory: () => import("./memory.js"),
+  sandbox: () => import("./sandbox.js"),
 };
 
 async function main(): Promise<void> {
