@@ -12,7 +12,8 @@ RUN npm ci --no-fund --no-audit && npm prune --omit=dev
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
-RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/*
+# bubblewrap sandboxes shell, git and command jobs (the container needs user namespaces; see README → Sandbox).
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap && rm -rf /var/lib/apt/lists/*
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
