@@ -25,7 +25,7 @@ export const shellTool = defineTool({
   risk: "high",
   async execute(input, context) {
     const settings = context.config.tools.shell;
-    checkShellPolicy(input.command, {
+    await checkShellPolicy(input.command, {
       allowCommands: settings.allowCommands,
       denyPatterns: settings.denyPatterns,
     });

@@ -224,6 +224,16 @@ describe("shell", () => {
     expect(refused).toContain("tools.shell.denyPatterns");
   });
 
+  it("allowCommands refusals run nothing: no file X appears in the workspace", async () => {
+    const shell = await harness({ tools: { shell: { allowCommands: ["echo", "ls"] } } });
+    await fs.writeFile(path.join(shell.workspace, "ls"), "#!/bin/sh\ntouch X\n", { mode: 0o755 });
+    for (const command of ["2>./ls touch X", "./ls", "PATH=. ls", "echo `touch X`", "env X=1 touch X"]) {
+      expect(errorCode(await shell.call("shell", { command })), command).toBe("shell.denied");
+    }
+    await expect(fs.access(path.join(shell.workspace, "X"))).rejects.toThrow();
+    expect(JSON.parse(await shell.call("shell", { command: "ls 2>/dev/null" })).stdout).toContain("ls");
+  });
+
   it("an invalid deny pattern is a config error at startup, not a runtime surprise", () => {
     expect(() =>
       parseConfig({ tools: { shell: { denyPatterns: ["rm (-rf"] } } }, { env: {}, cwd: "/tmp" }),
