@@ -140,11 +140,15 @@ const ALIAS_SEARCH_SKIPPED = new Set(["node_modules", ".git"]);
  */
 async function guardedNamesOf(target: Stats, scope: PathScope): Promise<string[]> {
   const sensitive = sensitiveLocations(scope.home);
-  const roots = [...sensitive.files, ...sensitive.directories, ...scope.state.protected];
-  const exceptions = scope.state.exceptions;
   const budget = { left: ALIAS_SEARCH_BUDGET };
   const files: string[] = [];
-  for (const root of new Set(roots)) await collectFiles(root, ALIAS_SEARCH_DEPTH, exceptions, budget, files);
+  for (const root of new Set([...sensitive.files, ...sensitive.directories]))
+    await collectFiles(root, ALIAS_SEARCH_DEPTH, [], budget, files);
+  for (const root of new Set(scope.state.protected)) {
+    // As in isMagpieState: only a workspace or allowed path strictly inside the protected path opens it up.
+    const inside = scope.state.exceptions.filter((entry) => entry !== root && isWithin(entry, root));
+    await collectFiles(root, ALIAS_SEARCH_DEPTH, inside, budget, files);
+  }
   const matches = await Promise.all(
     files.map(async (file) => {
       const stats = await fs.stat(file).catch(() => null);
@@ -162,7 +166,8 @@ async function collectFiles(
   out: string[],
 ): Promise<void> {
   if (budget.left <= 0) return;
-  const stats = await fs.lstat(entry).catch(() => null);
+  // Followed: `~/.aws` may itself be a symlink; the depth limit ends any loop.
+  const stats = await fs.stat(entry).catch(() => null);
   if (!stats) return;
   if (stats.isFile()) {
     budget.left--;

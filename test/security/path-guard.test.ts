@@ -504,6 +504,25 @@ describe("hard links are judged as the sensitive or state file they are another 
   }
 });
 
+describe("hard links when the home directory is an allowed path", () => {
+  it("a hard link to ~/.aws/credentials is still judged as the credentials file", async () => {
+    const harness = await harnessAt("medium", {
+      require: ["guard:warn"],
+      decide: () => "approved",
+      tools: { files: { allowedPaths: ["~"] } },
+    });
+    await fs.mkdir(path.join(harness.home, ".aws"), { recursive: true });
+    await fs.writeFile(
+      path.join(harness.home, ".aws", "credentials"),
+      "aws_secret_access_key=HOME-ALLOWED\n",
+    );
+    await fs.link(path.join(harness.home, ".aws", "credentials"), path.join(harness.workspace, "data.csv"));
+    const text = await harness.call("file_read", { path: "data.csv" });
+    expect(errorCode(text)).toBe("file.sensitive_path_read");
+    expect(text).not.toContain("HOME-ALLOWED");
+  });
+});
+
 describe("Warn means ask (default security.approvals)", () => {
   it("in an owner's chat turn, a Warn produces an approval request and runs only when approved", async () => {
     let answer: "approved" | "denied" = "denied";
