@@ -1,5 +1,7 @@
 import type { Logger } from "pino";
+import type { AuthorityPort } from "../core/identity.js";
 import type { Job, JobSpec } from "./job.js";
+import { deliverRuleText } from "./job-authority.js";
 import { planJob } from "./job-plan.js";
 import type { JobStore } from "./job-store.js";
 import { specOfJob } from "./job-view.js";
@@ -16,24 +18,35 @@ const comparable = (job: Job) => JSON.stringify({ ...specOfJob(job), enabled: un
 /**
  * Makes the database match the config's jobs (by name): adds new ones, replaces changed ones, removes dropped
  * ones; jobs made in chat or on the CLI are left alone. Every job is validated first, so a bad one changes nothing.
+ * Config jobs are the owner's; a report chat must be one Magpie may post to (an owner's chat, an allowed group).
+ * Errors name the key path (`cron.jobs[2].deliver.chatId: …`).
  */
 export function syncConfigJobs(
   jobs: JobStore,
   specs: Array<JobSpec & { name: string }>,
-  options: { timezone: string; now: number; logger: Logger },
+  options: { timezone: string; now: number; logger: Logger; authority: AuthorityPort },
 ): SyncCounts {
   const { now } = options;
   const counts = { added: 0, updated: 0, removed: 0 };
-  const plans = specs.map((spec) => {
+  const plans = specs.map((spec, index) => {
+    let planned: ReturnType<typeof planJob>;
     try {
-      return planJob(spec, { defaultTimezone: options.timezone, now, source: "config" });
+      planned = planJob(spec, { defaultTimezone: options.timezone, now, source: "config" });
     } catch (error) {
       // A one-shot whose `at` has passed is history, not a config error: it keeps whatever state it has.
       if (error instanceof SchedulerError && error.code === "cron.at_in_past") return null;
       if (error instanceof SchedulerError)
-        throw new SchedulerError(error.code, `job "${spec.name}": ${error.message}`);
+        throw new SchedulerError(error.code, `cron.jobs[${index}] ("${spec.name}"): ${error.message}`);
       throw error;
     }
+    const chat = planned.deliver.chat;
+    if (chat && !options.authority.mayDeliver(null, chat)) {
+      throw new SchedulerError(
+        "cron.deliver_not_allowed",
+        `cron.jobs[${index}].deliver.chatId ("${spec.name}"): chat ${chat.chatId} on ${chat.channel} is not one Magpie may post to — ${deliverRuleText(chat)}. Add it there or change deliver.chatId.`,
+      );
+    }
+    return planned;
   });
   for (const [index, spec] of specs.entries()) {
     const existing = jobs.byConfigName(spec.name);

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Messenger } from "../app/feature.js";
 import type { Clock } from "../core/clock.js";
+import type { AuthorityPort } from "../core/identity.js";
 import type { Notifier } from "../notify/pushover.js";
 import type { Db } from "../store/index.js";
 import type { OutboxRepository } from "../store/outbox.js";
@@ -11,7 +12,7 @@ import { Scheduler, type SchedulerSettings } from "./scheduler.js";
 
 const DEFAULT_MESSAGE_LENGTH = 4000;
 
-/** Wires a scheduler from its ports: database, outbox, messenger, notifier, executor and clock. */
+/** Wires a scheduler from its ports: database, outbox, messenger, notifier, executor, clock and authority. */
 export function createScheduler(options: {
   db: Db;
   outbox: OutboxRepository;
@@ -22,6 +23,8 @@ export function createScheduler(options: {
   logger: Logger;
   settings: SchedulerSettings;
   maxMessageLength?: (channel: string) => number | undefined;
+  /** Who may be posted to (read at each check, so the access feature may install it later). */
+  authority: () => AuthorityPort;
 }): Scheduler {
   const jobs = new JobStore(options.db);
   const delivery = new RunDelivery({
@@ -31,6 +34,7 @@ export function createScheduler(options: {
     notifier: options.notifier,
     logger: options.logger,
     maxMessageLength: (channel) => options.maxMessageLength?.(channel) ?? DEFAULT_MESSAGE_LENGTH,
+    authority: options.authority,
   });
   return new Scheduler({
     jobs,
@@ -39,5 +43,6 @@ export function createScheduler(options: {
     clock: options.clock,
     logger: options.logger,
     settings: options.settings,
+    authority: options.authority,
   });
 }

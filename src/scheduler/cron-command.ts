@@ -45,7 +45,7 @@ export function cronCommand(scheduler: Scheduler): SlashCommand {
     name: "cron",
     description: "Scheduled jobs: list, add, remove, run, runs, pause, resume",
     usage: USAGE,
-    async run({ args, target, sessionKey }) {
+    async run({ args, target, sessionKey, sender }) {
       const [action = "list", ...rest] = args.split(/\s+/).filter(Boolean);
       const argument = args.slice(args.indexOf(action) + action.length).trim();
       try {
@@ -59,6 +59,8 @@ export function cronCommand(scheduler: Scheduler): SlashCommand {
               createdFrom: { channel, chatId, ...(threadId ? { threadId } : {}) },
               source: "chat",
               createdBy: sessionKey,
+              // The owner typed it: their own job, no agent, no tool set narrower than the job's own.
+              creator: { identity: sender },
             });
             return `Added job #${job.id} "${job.name}" (${job.schedule}, ${job.timezone}) — next run ${job.next_run}.`;
           }
@@ -78,7 +80,9 @@ export function cronCommand(scheduler: Scheduler): SlashCommand {
           }
           case "pause":
           case "resume": {
-            const job = scheduler.setEnabled(scheduler.resolve(rest.join(" ")), action === "resume");
+            const job = scheduler.setEnabled(scheduler.resolve(rest.join(" ")), action === "resume", {
+              creator: { identity: sender },
+            });
             return `Job #${job.id} ${job.status}${job.next_run ? ` — next run ${job.next_run}` : ""}.`;
           }
           default:

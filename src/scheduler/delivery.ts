@@ -1,9 +1,11 @@
 import type { Logger } from "pino";
 import type { Messenger } from "../app/feature.js";
 import { errorMessage } from "../core/errors.js";
+import type { AuthorityPort } from "../core/identity.js";
 import type { Notifier } from "../notify/pushover.js";
 import type { OutboxRepository } from "../store/outbox.js";
 import type { DeliveryResult, Job, JobRun } from "./job.js";
+import { deliverRuleText, mayDeliverNow } from "./job-authority.js";
 import type { JobStore } from "./job-store.js";
 import { formatChatReport, formatPushoverReport, type RunOutcome } from "./report.js";
 
@@ -15,6 +17,8 @@ export interface DeliveryDeps {
   logger: Logger;
   /** Longest message the channel takes (its capabilities), for trimming. */
   maxMessageLength(channel: string): number;
+  /** Who may be posted to: every chat report is checked again when it goes out. */
+  authority: () => AuthorityPort;
 }
 
 /** How long a run waits on its chat report before leaving it to the periodic check. */
@@ -46,8 +50,15 @@ export class RunDelivery {
       jobs.setDelivery(runId, result, "none");
       return result;
     }
-    if (job.deliver.chat) {
-      const { chat } = job.deliver;
+    const chat = job.deliver.chat;
+    if (chat && !mayDeliverNow(this.deps.authority(), chat)) {
+      // The allowlist changed since the job was made: nothing is ever posted there.
+      result.refused = `${chat.channel}:${chat.chatId} is no longer a chat Magpie may post to (${deliverRuleText(chat)}); the report was not sent.`;
+      logger.warn(
+        { job: job.id, run: runId, channel: chat.channel, chatId: chat.chatId },
+        "cron-delivery-refused",
+      );
+    } else if (chat) {
       const text = formatChatReport(job, outcome, this.deps.maxMessageLength(chat.channel));
       try {
         result.chat = { outboxId: messenger.send(chat, { text }, "cron"), status: "queued" };
@@ -68,10 +79,9 @@ export class RunDelivery {
       }
     }
     const pushoverFailed = result.pushover !== undefined && result.pushover.status !== "sent";
-    if (result.chat?.status === "failed") {
+    if (result.chat?.status === "failed" || result.refused) {
       const run = jobs.getRun(runId);
-      if (run && job.deliver.chat)
-        result.alert = await this.alert(run, job.deliver.chat, result.chat.error ?? "");
+      if (run && chat) result.alert = await this.alert(run, chat, result.chat?.error ?? result.refused ?? "");
       jobs.setDelivery(runId, result, "failed");
       return result;
     }

@@ -1,8 +1,9 @@
 import type { AgentRunner } from "../app/feature.js";
-import { ownerIdentity } from "../core/identity.js";
-import type { ToolRuntime } from "../core/tool-runtime.js";
+import type { AuthorityPort } from "../core/identity.js";
+import type { Approver, ToolRuntime } from "../core/tool-runtime.js";
 import type { ReplyTarget } from "../core/types.js";
 import type { Job } from "./job.js";
+import { jobApprover, promptJobToolSet, runRefusal } from "./job-authority.js";
 import { shellOutputText } from "./report.js";
 
 /** Runs one job's work; never throws for job failures (they come back as ok: false). */
@@ -17,15 +18,22 @@ export function jobTarget(job: Job): ReplyTarget {
 
 /**
  * Shell jobs go through the registered `shell` tool (every guard, approval, audit and redaction applies);
- * agent jobs run as an isolated agent turn in a session of their own; message jobs are their text.
+ * agent jobs run as an isolated agent turn in a session of their own; message jobs are their text. Every run
+ * carries its creator's authority: the creator is the sender, nobody is there to ask (`canAsk: false`), and
+ * approval requests go to the creator in the chat the job was made from.
  */
 export function createJobExecutor(deps: {
-  tools: Pick<ToolRuntime, "execute">;
+  tools: Pick<ToolRuntime, "execute" | "resolveToolSet">;
   agent: AgentRunner;
+  authority: () => AuthorityPort;
 }): JobExecutor {
   return {
     async execute(job, runId, signal) {
       if (job.kind === "message") return { ok: true, output: job.payload };
+      const refusal = runRefusal(job);
+      if (refusal) return { ok: false, output: refusal };
+      const sender = job.creator.identity;
+      const approver = jobApprover(job, deps.authority());
       if (job.kind === "shell") {
         const result = await deps.tools.execute(
           {
@@ -36,30 +44,34 @@ export function createJobExecutor(deps: {
           ["shell"],
           {
             sessionKey: `cron:${job.id}`,
-            agent: job.agent ?? "main",
+            agent: job.agent ?? job.creator.agent ?? "main",
             target: jobTarget(job),
-            userId: "cron",
+            userId: sender.userId,
             signal,
             depth: 0,
             origin: "schedule",
-            sender: ownerIdentity(),
+            sender,
             canAsk: false,
+            ...(approver ? { approver } : {}),
           },
         );
         const { ok, text } = shellOutputText(result);
         return { ok, output: text };
       }
-      const answer = await deps.agent.run({
-        agent: job.agent,
+      const input: Parameters<AgentRunner["run"]>[0] & { approver?: Approver } = {
+        agent: job.agent ?? job.creator.agent,
         prompt: job.payload,
         // A session per run: a scheduled report never leaks into a chat's history or into the next run.
         sessionKey: `cron:${job.id}:${runId}`,
         target: jobTarget(job),
-        toolSet: job.toolSet ?? "default",
+        toolSet: promptJobToolSet(job, (toolSet) => deps.tools.resolveToolSet(toolSet)),
         signal,
         origin: "schedule",
-        sender: ownerIdentity(),
-      });
+        sender,
+        // Carried through once IsolatedRunInput takes an approver; until then the run asks no one.
+        ...(approver ? { approver } : {}),
+      };
+      const answer = await deps.agent.run(input);
       return { ok: answer.ok, output: answer.text };
     },
   };

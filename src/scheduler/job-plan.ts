@@ -1,6 +1,7 @@
+import { ownerIdentity } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
 import { compileCron } from "./cron-expression.js";
-import type { Delivery, Job, JobKind, JobSpec } from "./job.js";
+import type { Delivery, Job, JobCreator, JobKind, JobSpec } from "./job.js";
 import type { NewJob } from "./job-store.js";
 import { parseAt, parseDelay } from "./one-shot.js";
 import { SchedulerError } from "./scheduler-error.js";
@@ -13,6 +14,8 @@ export interface PlanContext {
   createdFrom?: ReplyTarget;
   source: Job["source"];
   createdBy?: string;
+  /** Whose authority the job carries; default: the owner's (config, CLI). */
+  creator?: JobCreator;
 }
 
 /** Validates a job description and turns it into a storable job with its first run time. */
@@ -59,6 +62,8 @@ export function planJob(spec: JobSpec, context: PlanContext): NewJob {
     enabled,
     source: context.source,
     createdBy: context.createdBy,
+    creator: context.creator ?? { identity: ownerIdentity(context.createdFrom?.channel ?? "local") },
+    ...(context.createdFrom ? { createdFrom: chatOf(context.createdFrom) } : {}),
     nextRunAt: enabled ? nextRunAt : null,
     createdAt: context.now,
   };
@@ -111,6 +116,11 @@ function deliveryOf(deliver: JobSpec["deliver"], createdFrom: ReplyTarget | unde
   const chat =
     channel && chatId !== undefined ? { channel, chatId, ...(threadId ? { threadId } : {}) } : undefined;
   return { ...(chat ? { chat } : {}), pushover, mode };
+}
+
+/** A chat without the reply-to of the message that asked. */
+function chatOf({ channel, chatId, threadId }: ReplyTarget): ReplyTarget {
+  return { channel, chatId, ...(threadId ? { threadId } : {}) };
 }
 
 function defaultName(kind: JobKind, payload: string): string {

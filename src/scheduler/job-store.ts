@@ -15,6 +15,13 @@ interface JobRow {
   enabled: number;
   source: Job["source"];
   created_by: string | null;
+  creator_channel: string;
+  creator_user_id: string;
+  creator_user_name: string | null;
+  creator_role: "owner" | "guest";
+  creator_agent: string | null;
+  creator_tools: string | null;
+  created_from: string | null;
   next_run_at: number | null;
   last_run_at: number | null;
   run_requested_at: number | null;
@@ -50,6 +57,17 @@ const toJob = (row: JobRow): Job => ({
   enabled: row.enabled === 1,
   source: row.source,
   createdBy: row.created_by ?? undefined,
+  creator: {
+    identity: {
+      channel: row.creator_channel,
+      userId: row.creator_user_id,
+      ...(row.creator_user_name ? { userName: row.creator_user_name } : {}),
+      role: row.creator_role,
+    },
+    ...(row.creator_agent ? { agent: row.creator_agent } : {}),
+    ...(row.creator_tools ? { toolNames: JSON.parse(row.creator_tools) as string[] } : {}),
+  },
+  createdFrom: row.created_from ? (JSON.parse(row.created_from) as Job["createdFrom"]) : undefined,
   nextRunAt: row.next_run_at,
   lastRunAt: row.last_run_at,
   runRequestedAt: row.run_requested_at,
@@ -73,7 +91,7 @@ const toRun = (row: RunRow): JobRun => ({
 
 export type NewJob = Omit<Job, "id" | "lastRunAt" | "runRequestedAt" | "completedAt">;
 
-/** SQLite persistence for jobs and runs (tables from migration 004). */
+/** SQLite persistence for jobs and runs (tables from migration 004, creators from 006). */
 export class JobStore {
   constructor(private readonly db: Db) {}
 
@@ -86,19 +104,26 @@ export class JobStore {
     const result = this.db
       .prepare(
         `INSERT INTO cron_jobs (name, schedule_kind, expression, timezone, kind, payload, agent, tool_set, deliver,
-                                enabled, next_run_at, source, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+                                enabled, next_run_at, creator_channel, creator_user_id, creator_user_name,
+                                creator_role, creator_agent, creator_tools, created_from, source, created_by,
+                                created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(...this.columns(job), job.source, job.createdBy ?? null, job.createdAt, job.createdAt);
     return this.get(Number(result.lastInsertRowid))!;
   }
 
-  /** Replaces a job's definition (config sync, cron_update); keeps its id and run history. */
+  /**
+   * Replaces a job's definition (config sync, cron_update); keeps its id and run history. The creator is the
+   * one given: whoever last changed what the job does answers for it.
+   */
   replace(id: number, job: Omit<NewJob, "source" | "createdBy" | "createdAt">, at: number): Job {
     this.db
       .prepare(
         `UPDATE cron_jobs SET name = ?, schedule_kind = ?, expression = ?, timezone = ?, kind = ?, payload = ?,
-           agent = ?, tool_set = ?, deliver = ?, enabled = ?, next_run_at = ?, completed_at = NULL, updated_at = ?
+           agent = ?, tool_set = ?, deliver = ?, enabled = ?, next_run_at = ?, creator_channel = ?,
+           creator_user_id = ?, creator_user_name = ?, creator_role = ?, creator_agent = ?, creator_tools = ?,
+           created_from = ?, completed_at = NULL, updated_at = ?
          WHERE id = ?`,
       )
       .run(...this.columns(job), at, id);
@@ -106,6 +131,7 @@ export class JobStore {
   }
 
   private columns(job: Omit<NewJob, "source" | "createdBy" | "createdAt">) {
+    const { identity, agent, toolNames } = job.creator;
     return [
       job.name,
       job.schedule.kind,
@@ -118,6 +144,13 @@ export class JobStore {
       JSON.stringify(job.deliver),
       job.enabled ? 1 : 0,
       job.nextRunAt,
+      identity.channel,
+      identity.userId,
+      identity.userName ?? null,
+      identity.role,
+      agent ?? null,
+      toolNames ? JSON.stringify(toolNames) : null,
+      job.createdFrom ? JSON.stringify(job.createdFrom) : null,
     ] as const;
   }
 

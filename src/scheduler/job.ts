@@ -1,3 +1,4 @@
+import type { SenderIdentity } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
 
 export type JobKind = "shell" | "agent" | "message";
@@ -11,6 +12,22 @@ export interface Delivery {
   chat?: ReplyTarget;
   pushover: boolean;
   mode: DeliveryMode;
+}
+
+/**
+ * Who made a job, whose authority its runs carry (DESIGN.md → Security → "Jobs carry their creator's
+ * authority"). Config and CLI jobs are the owner's (`ownerIdentity("local")`).
+ */
+export interface JobCreator {
+  identity: SenderIdentity;
+  /** The agent of the creating turn; absent when the owner made it directly (/cron, CLI, config). */
+  agent?: string;
+  /**
+   * The tools the creating turn had. A command job needs `shell` among them; a prompt job runs with at most
+   * these. Absent for the owner's own jobs (/cron, CLI, config, jobs from before creators were recorded):
+   * then only the job's own `toolSet` limits it.
+   */
+  toolNames?: string[];
 }
 
 /** A scheduled job as stored. */
@@ -27,7 +44,11 @@ export interface Job {
   deliver: Delivery;
   enabled: boolean;
   source: "chat" | "config" | "cli";
+  /** Session key of the turn that made it (chat jobs). */
   createdBy?: string;
+  creator: JobCreator;
+  /** The chat the job was made from: where its approval requests go. Absent for config and CLI jobs. */
+  createdFrom?: ReplyTarget;
   nextRunAt: number | null;
   lastRunAt: number | null;
   runRequestedAt: number | null;
@@ -41,6 +62,8 @@ export interface DeliveryResult {
   pushover?: { status: "sent" | "failed" | "not_configured"; error?: string };
   alert?: { status: "sent" | "failed" | "not_configured"; error?: string };
   skipped?: string;
+  /** The chat target was refused at delivery time (no longer a chat Magpie may post to); nothing was sent. */
+  refused?: string;
 }
 
 /** One recorded run. */

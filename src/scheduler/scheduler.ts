@@ -1,10 +1,12 @@
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.js";
 import { errorMessage } from "../core/errors.js";
+import type { AuthorityPort } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
 import { type SyncCounts, syncConfigJobs } from "./config-sync.js";
 import type { RunDelivery } from "./delivery.js";
-import type { Job, JobRun, JobSpec, RunTrigger } from "./job.js";
+import type { Job, JobCreator, JobRun, JobSpec, RunTrigger } from "./job.js";
+import { assertMayCreate } from "./job-authority.js";
 import type { JobExecutor } from "./job-executor.js";
 import { nextRunOf, planJob } from "./job-plan.js";
 import type { JobStore } from "./job-store.js";
@@ -28,9 +30,22 @@ export interface SchedulerDeps {
   clock: Clock;
   logger: Logger;
   settings: SchedulerSettings;
+  /** Who may do what: delivery targets are checked against it at creation (and by `RunDelivery` at delivery). */
+  authority: () => AuthorityPort;
 }
 
 export type { JobView };
+
+/** Who is making or changing a job, and from where. */
+export interface JobOrigin {
+  /** The chat the request came from: the default report target and where approvals go. */
+  createdFrom?: ReplyTarget;
+  source?: Job["source"];
+  /** Session key of the requesting turn. */
+  createdBy?: string;
+  /** Whose authority the job carries; default: the owner's (config, CLI, internal callers). */
+  creator?: JobCreator;
+}
 
 export type JobPatch = Partial<
   Pick<
@@ -238,17 +253,17 @@ export class Scheduler {
 
   // ── API for tools, /cron, the CLI and config sync ──────────────────────────────────────────────
 
-  add(
-    spec: JobSpec,
-    origin: { createdFrom?: ReplyTarget; source?: Job["source"]; createdBy?: string } = {},
-  ): JobView {
+  /** Adds a job; refused when its creator may not make it (guest, no shell, a report target not allowed). */
+  add(spec: JobSpec, origin: JobOrigin = {}): JobView {
     const planned = planJob(spec, {
       defaultTimezone: this.deps.settings.timezone,
       now: this.deps.clock.now(),
       createdFrom: origin.createdFrom,
       source: origin.source ?? "chat",
       createdBy: origin.createdBy,
+      creator: origin.creator,
     });
+    assertMayCreate(planned, this.deps.authority(), origin.createdFrom ?? null);
     const job = this.deps.jobs.insert(planned);
     this.arm();
     return toJobView(job);
@@ -270,11 +285,16 @@ export class Scheduler {
   }
 
   /** Pauses (false) or resumes (true); resuming computes the next run from now. */
-  setEnabled(id: number, enabled: boolean): JobView {
-    return this.update(id, { enabled });
+  setEnabled(id: number, enabled: boolean, actor?: JobOrigin): JobView {
+    return this.update(id, { enabled }, actor);
   }
 
-  update(id: number, patch: JobPatch): JobView {
+  /**
+   * Changes a job. `actor` (a turn or /cron) must be allowed to make the result: a new command needs shell in
+   * the actor's tools, a new report target passes the delivery rule from the actor's chat. A new payload makes
+   * the actor the job's creator (its runs carry the actor's authority, its approvals go to the actor's chat).
+   */
+  update(id: number, patch: JobPatch, actor?: JobOrigin): JobView {
     const job = this.require(id);
     const now = this.deps.clock.now();
     const scheduleChanged =
@@ -293,12 +313,29 @@ export class Scheduler {
       ...(keepsOneShotTime ? { delay: "1s" } : {}),
       deliver: { ...current.deliver, ...patch.deliver },
     };
+    const takesOver = payloadChanged ? actor?.creator : undefined;
     const planned = planJob(spec, {
       defaultTimezone: this.deps.settings.timezone,
       now,
       source: job.source,
       createdBy: job.createdBy,
+      creator: takesOver ?? job.creator,
+      createdFrom: takesOver ? actor?.createdFrom : job.createdFrom,
     });
+    if (actor?.creator) {
+      assertMayCreate(
+        {
+          kind: planned.kind,
+          // Only a changed target is judged from the actor's chat; an unchanged one was judged when it was set.
+          deliver: patch.deliver ? planned.deliver : { ...planned.deliver, chat: undefined },
+          creator: { ...actor.creator, toolNames: payloadChanged ? actor.creator.toolNames : undefined },
+        },
+        this.deps.authority(),
+        actor.createdFrom ?? null,
+      );
+    } else if (patch.deliver) {
+      assertMayCreate({ ...planned, creator: job.creator }, this.deps.authority(), null);
+    }
     let nextRunAt = planned.nextRunAt;
     if (keepsOneShotTime) {
       if (planned.enabled && job.completedAt !== null) {
@@ -360,7 +397,12 @@ export class Scheduler {
   /** Makes the database match the config's jobs (by name); see `syncConfigJobs`. */
   syncFromConfig(specs: Array<JobSpec & { name: string }>): SyncCounts {
     const { jobs, clock, settings, logger } = this.deps;
-    const counts = syncConfigJobs(jobs, specs, { timezone: settings.timezone, now: clock.now(), logger });
+    const counts = syncConfigJobs(jobs, specs, {
+      timezone: settings.timezone,
+      now: clock.now(),
+      logger,
+      authority: this.deps.authority(),
+    });
     this.arm();
     return counts;
   }

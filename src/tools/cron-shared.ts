@@ -1,6 +1,7 @@
 import { z } from "zod";
-import type { JobSpec } from "../scheduler/job.js";
-import type { Scheduler } from "../scheduler/scheduler.js";
+import type { ToolCallContext } from "../core/tool-runtime.js";
+import type { JobCreator, JobSpec } from "../scheduler/job.js";
+import type { JobOrigin, Scheduler } from "../scheduler/scheduler.js";
 import { SchedulerError } from "../scheduler/scheduler-error.js";
 import type { ToolContext } from "./context.js";
 import { ToolError } from "./define-tool.js";
@@ -97,14 +98,35 @@ export function specOf(input: JobFieldInput): JobSpec {
   };
 }
 
-/** Where jobs made in this turn report by default: the chat the request came from (no reply threading). */
-export function originOf(context: Pick<ToolContext, "target" | "sessionKey">) {
+/**
+ * The tools the calling turn has: the registry's list when the context carries it (`allowedTools`), else
+ * what the scheduler feature derives (`services.turnToolNames`: the agent's tool set, a prompt job's tools);
+ * with neither, none — so nothing needing a tool is scheduled on a guess.
+ */
+function turnToolNames(context: ToolContext): string[] {
+  const listed = (context as ToolContext & { allowedTools?: readonly string[] }).allowedTools;
+  if (listed) return [...listed];
+  const derive = context.services.turnToolNames as ((context: ToolCallContext) => string[]) | undefined;
+  return derive ? derive(context) : [];
+}
+
+/** The job's creator: this turn's sender, agent and tools (DESIGN.md → "Jobs carry their creator's authority"). */
+export function creatorOf(context: ToolContext): JobCreator {
+  return { identity: context.sender, agent: context.agent, toolNames: turnToolNames(context) };
+}
+
+/**
+ * Who makes jobs in this turn and from where: the creator, and the chat the request came from (the default
+ * report target and where approvals go; no reply threading).
+ */
+export function originOf(context: ToolContext): JobOrigin {
   const { channel, chatId, threadId } = context.target;
   // A scheduled agent turn without a chat acts from the pseudo-channel "cron": nothing to deliver to there.
   const fromChat = channel !== "cron";
   return {
     createdFrom: fromChat ? { channel, chatId, ...(threadId ? { threadId } : {}) } : undefined,
-    source: "chat" as const,
+    source: "chat",
     createdBy: context.sessionKey,
+    creator: creatorOf(context),
   };
 }

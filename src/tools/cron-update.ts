@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { deliverSchema, jobIdSchema, schedulerCall, schedulerOf, specOf } from "./cron-shared.js";
+import { deliverSchema, jobIdSchema, originOf, schedulerCall, schedulerOf, specOf } from "./cron-shared.js";
 import { defineTool } from "./define-tool.js";
 
 export const cronUpdateTool = defineTool({
@@ -21,6 +21,8 @@ export const cronUpdateTool = defineTool({
   async execute(input, context) {
     const scheduler = schedulerOf(context);
     const { job_id, enabled, ...fields } = input;
-    return schedulerCall(() => scheduler.update(scheduler.resolve(job_id), { ...specOf(fields), enabled }));
+    return schedulerCall(() =>
+      scheduler.update(scheduler.resolve(job_id), { ...specOf(fields), enabled }, originOf(context)),
+    );
   },
 });

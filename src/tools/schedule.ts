@@ -52,9 +52,9 @@ export const scheduleTool = defineTool({
         case "remove":
           return { removed: scheduler.remove(jobId()) };
         case "pause":
-          return scheduler.setEnabled(jobId(), false);
+          return scheduler.setEnabled(jobId(), false, originOf(context));
         case "resume":
-          return scheduler.setEnabled(jobId(), true);
+          return scheduler.setEnabled(jobId(), true, originOf(context));
       }
     });
   },

@@ -115,7 +115,7 @@ describe("config job sync", () => {
       { name: "broken", expression: "0 3 * * * * *", command: "x" },
     ]).map(specOfConfigJob);
     expect(() => rig.scheduler.syncFromConfig(specs)).toThrow(
-      /job "broken".*expected 5 or 6 fields but got 7/,
+      /cron\.jobs\[1\] \("broken"\).*expected 5 or 6 fields but got 7/,
     );
     expect(rig.scheduler.list()).toHaveLength(0);
   });
@@ -141,7 +141,10 @@ describe("magpie cron (CLI)", () => {
   let config: MagpieConfig;
   beforeEach(() => {
     dir = mkdtempSync(path.join(tmpdir(), "magpie-cron-cli-"));
-    config = parseConfig({ dataDir: dir, timezone: "UTC" }, { env: {}, cwd: dir });
+    config = parseConfig(
+      { dataDir: dir, timezone: "UTC", channels: { telegram: { allowFrom: ["42"] } } },
+      { env: {}, cwd: dir },
+    );
   });
   afterEach(() => {
     vi.useRealTimers();
@@ -203,5 +206,14 @@ describe("magpie cron (CLI)", () => {
     expect(await cli("remove", "1")).toMatchObject({ code: 0, out: 'Removed job #1 "disk".\n' });
     expect(await cli("remove", "1")).toMatchObject({ code: 1, err: expect.stringMatching(/No job "1"/) });
     expect((await cli("bogus")).code).toBe(2);
+  });
+
+  it("refuses a report chat the message tool could not post to (a stranger's), adding nothing", async () => {
+    const refused = await cli("add", "30m", "cat magpie.yaml", "--channel", "telegram", "--chat", "666");
+    expect(refused).toMatchObject({
+      code: 1,
+      err: expect.stringMatching(/chat 666 on telegram is not one Magpie may post to.*channels\.telegram/),
+    });
+    expect((await cli("list")).out).not.toMatch(/#1/);
   });
 });

@@ -4,6 +4,7 @@ import { TelegramChannel } from "../../channels/telegram.js";
 import { schedulerFeature } from "../../src/scheduler/feature.js";
 import type { Scheduler } from "../../src/scheduler/scheduler.js";
 import { accessFeature } from "../../src/security/access-feature.js";
+import { Authority } from "../../src/security/authority.js";
 import { channelDeps } from "../channels/helpers.js";
 import { waitFor } from "../fakes/http-util.js";
 import { reply } from "../fakes/openai.js";
@@ -134,7 +135,9 @@ describe("scheduler end to end (Telegram fake, OpenAI fake, Pushover fake)", () 
 
   it("the message tool posts to another channel's allowed chat and refuses others", async () => {
     const console = new RecordingChannel("test");
-    const { llm } = await start({}, console, true);
+    const { llm, app, config } = await start({}, console, true);
+    // The one delivery rule (what the access feature registers), without its access control for "test".
+    app.context.services.authority = new Authority(config, null);
     llm!.script(
       reply.toolCalls([
         {

@@ -5,6 +5,7 @@ import { pino } from "pino";
 import { vi } from "vitest";
 import type { Messenger } from "../../src/app/feature.js";
 import { systemClock } from "../../src/core/clock.js";
+import { type AuthorityPort, everyoneIsOwner } from "../../src/core/identity.js";
 import type { OutboundMessage, ReplyTarget } from "../../src/core/types.js";
 import { createPushoverNotifier, type Notifier } from "../../src/notify/pushover.js";
 import { createScheduler } from "../../src/scheduler/create-scheduler.js";
@@ -90,6 +91,8 @@ export function makeRig(
     dir?: string;
     notifier?: Notifier;
     executor?: ScriptedExecutor;
+    /** Who may be posted to (default: everyone; authority tests pass a real `Authority`). */
+    authority?: AuthorityPort;
   } = {},
 ): Rig {
   const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), "magpie-sched-"));
@@ -114,6 +117,7 @@ export function makeRig(
     clock: systemClock,
     logger: quiet,
     settings,
+    authority: () => options.authority ?? everyoneIsOwner,
   });
   const rig: Rig = {
     dir,
@@ -129,7 +133,12 @@ export function makeRig(
     },
     async restart(overrides = {}) {
       await rig.shutdown();
-      return makeRig({ dir, notifier, settings: { ...settings, ...overrides } });
+      return makeRig({
+        dir,
+        notifier,
+        settings: { ...settings, ...overrides },
+        ...(options.authority ? { authority: options.authority } : {}),
+      });
     },
     async cleanup() {
       await rig.shutdown();

@@ -10,6 +10,7 @@ const job = (kind: Job["kind"]): Job => ({
   kind,
   payload: "backup.sh",
   deliver: { pushover: false, mode: "always" },
+  creator: { identity: { channel: "local", userId: "owner", role: "owner" } },
   enabled: true,
   source: "chat",
   nextRunAt: null,

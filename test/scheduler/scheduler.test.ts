@@ -168,6 +168,7 @@ describe("scheduler firing", () => {
       deliver: { pushover: false, mode: "always" },
       enabled: true,
       source: "chat",
+      creator: { identity: { channel: "local", userId: "owner", role: "owner" } },
       nextRunAt: T0 + 30_000,
       createdAt: T0,
     });

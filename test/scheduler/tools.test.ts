@@ -33,13 +33,17 @@ describe("scheduling and communication tools", () => {
     origin: "user" as const,
     sender: { channel: "test", userId: "owner", role: "owner" as const },
     canAsk: true,
-    approver: { target: { channel: "test", chatId: "chat" }, identity: { channel: "test", userId: "owner", role: "owner" as const } },
+    approver: {
+      target: { channel: "test", chatId: "chat" },
+      identity: { channel: "test", userId: "owner", role: "owner" as const },
+    },
   };
 
   async function call(name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
     const text = await test.app.tools.execute(
       { id: `call-${++calls}`, type: "function", function: { name, arguments: JSON.stringify(args) } },
-      TOOLS,
+      // Command jobs need shell among the calling turn's tools.
+      [...TOOLS, "shell"],
       context,
     );
     return JSON.parse(text) as Record<string, unknown>;
@@ -252,7 +256,10 @@ describe("pushover tool without configuration", () => {
           origin: "user" as const,
           sender: { channel: "test", userId: "owner", role: "owner" as const },
           canAsk: true,
-          approver: { target: { channel: "test", chatId: "chat" }, identity: { channel: "test", userId: "owner", role: "owner" as const } },
+          approver: {
+            target: { channel: "test", chatId: "chat" },
+            identity: { channel: "test", userId: "owner", role: "owner" as const },
+          },
         },
       );
       expect(JSON.parse(text)).toMatchObject({

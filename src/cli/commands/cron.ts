@@ -8,6 +8,8 @@ import { parseAddArguments } from "../../scheduler/cron-command.js";
 import { formatJobList, formatRuns } from "../../scheduler/format-text.js";
 import type { DeliveryMode } from "../../scheduler/job.js";
 import { JobStore } from "../../scheduler/job-store.js";
+import { Authority } from "../../security/authority.js";
+import { PairingStore } from "../../security/pairing.js";
 import type { CliCommand } from "../cli-env.js";
 
 const USAGE = `Usage: magpie cron <command>
@@ -43,6 +45,7 @@ export const run: CliCommand = async (argv, env) => {
 
   const config = env.loadConfig();
   const store = env.openStore(config);
+  const authority = new Authority(config, new PairingStore(store.db), store.db);
   // The CLI edits the database only; the running Magpie's scheduler reads it on its next check.
   const unavailable = () => {
     throw new Error("jobs run in the Magpie process, not in the CLI");
@@ -61,6 +64,8 @@ export const run: CliCommand = async (argv, env) => {
       maxRunHistory: config.cron.maxRunHistory,
       runTimeoutMs: config.cron.runTimeoutSecs * 1000,
     },
+    // A CLI job is the owner's; its report chat passes the same rule as the message tool's.
+    authority: () => authority,
   });
   const jobs = new JobStore(store.db);
   try {
