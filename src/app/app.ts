@@ -165,7 +165,11 @@ export class MagpieApp {
         adapters: () => this.adapters,
         modelName: this.model ? config.llm.model : null,
         uptimeMs: () => this.router.uptimeMs,
-        queueStats: () => this.router.queues.stats(),
+        queueStats: () => ({
+          running: this.router.slots.running,
+          paused: this.router.slots.pausedCount,
+          waiting: this.router.queues.stats().waiting,
+        }),
         stop: (sessionKey) => this.router.stop(sessionKey),
         onReset: (sessionKey) => this.tools.scratch.clear(sessionKey),
         sandbox: () => this.sandbox,

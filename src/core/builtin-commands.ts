@@ -10,7 +10,7 @@ export interface BuiltinCommandDeps {
   adapters: () => ReadonlyMap<string, ChannelAdapter>;
   modelName: string | null;
   uptimeMs: () => number;
-  queueStats: () => { sessions: number; running: number; waiting: number };
+  queueStats: () => { running: number; paused: number; waiting: number };
   stop: (sessionKey: string) => { aborted: boolean; dropped: number };
   /** Whether shell, git and command jobs run in the sandbox (known once start-up has probed it). */
   sandbox?: () => { active: boolean; reason: string } | null;
@@ -66,7 +66,7 @@ export function builtinCommands(deps: BuiltinCommandDeps): SlashCommand[] {
           `Model: ${deps.modelName ?? "none configured (slash commands only)"}; agent: ${agent.name}.`,
           `Channels: ${channels || "none"}.`,
           sandboxLine(deps.sandbox?.() ?? null),
-          `Turns: ${queue.running} running, ${queue.waiting} waiting. Outbox: ${deps.store.outbox.pendingCount()} pending.`,
+          `Turns: ${queue.running} running, ${queue.paused} waiting for an answer, ${queue.waiting} messages queued. Outbox: ${deps.store.outbox.pendingCount()} pending.`,
           `This chat: ${history.messages} messages in history (~${history.tokens} tokens)${history.hasSummary ? " plus a summary of older turns" : ""}.`,
         ];
         return { text: lines.join("\n"), format: "plain" };

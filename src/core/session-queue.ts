@@ -1,5 +1,3 @@
-import { Semaphore } from "./semaphore.js";
-
 /** Why a running turn was aborted. */
 export type AbortReason = "stop" | "shutdown";
 
@@ -13,21 +11,18 @@ interface SessionLane {
 
 /**
  * One turn at a time per session, FIFO; messages that arrive during a turn are collected into the next turn.
- * A global semaphore bounds concurrent turns across sessions.
+ * The global bound on concurrent turns is the turn engine's (its slots), so a turn paused on a question holds
+ * no slot while its session stays busy.
  */
 export class SessionQueues {
   private readonly lanes = new Map<string, SessionLane>();
-  private readonly semaphore: Semaphore;
   private readonly drains = new Set<Promise<void>>();
   private accepting = true;
 
   constructor(
     private readonly runTurn: TurnRunner,
-    maxConcurrentTurns: number,
     private readonly onError: (error: unknown, sessionKey: string) => void,
-  ) {
-    this.semaphore = new Semaphore(maxConcurrentTurns);
-  }
+  ) {}
 
   enqueue(sessionKey: string, inboxId: number): void {
     if (!this.accepting) return;
@@ -56,10 +51,15 @@ export class SessionQueues {
     return this.lanes.get(sessionKey)?.running ?? false;
   }
 
-  stats(): { sessions: number; running: number; waiting: number } {
+  /** Sessions with a turn in progress, and messages waiting behind them. */
+  stats(): { sessions: number; busy: number; waiting: number } {
     let waiting = 0;
-    for (const lane of this.lanes.values()) waiting += lane.pending.length;
-    return { sessions: this.lanes.size, running: this.semaphore.running, waiting };
+    let busy = 0;
+    for (const lane of this.lanes.values()) {
+      waiting += lane.pending.length;
+      if (lane.running) busy++;
+    }
+    return { sessions: this.lanes.size, busy, waiting };
   }
 
   /** Resolves when every queued turn has finished. */
@@ -87,7 +87,8 @@ export class SessionQueues {
     lane.running = true;
     try {
       while (lane.pending.length > 0) {
-        const release = await this.semaphore.acquire();
+        // One tick so messages enqueued together (a restart's backlog) are collected into one turn.
+        await Promise.resolve();
         const ids = lane.pending.splice(0);
         lane.controller = new AbortController();
         try {
@@ -96,7 +97,6 @@ export class SessionQueues {
           this.onError(error, sessionKey);
         } finally {
           lane.controller = undefined;
-          release();
         }
       }
     } finally {

@@ -1,5 +1,6 @@
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
 import type { SenderIdentity, TurnOrigin } from "./identity.js";
+import type { TurnSlot } from "./turn-slots.js";
 import type { ReplyTarget } from "./types.js";
 
 /** Who is calling a tool and on whose behalf; handed to every tool execution. */
@@ -26,6 +27,13 @@ export interface ToolCallContext {
    * creator in the chat the job was made from. Absent when no one may be asked (a guest's turn, a subagent).
    */
   approver?: Approver;
+  /**
+   * Runs `wait` (an approval, a question) without holding a `maxConcurrentTurns` slot; absent outside the
+   * turn engine (then the wait just runs).
+   */
+  whileWaiting?<T>(wait: () => Promise<T>): Promise<T>;
+  /** The turn's slot: a delegated turn runs inside it. */
+  slot?: TurnSlot;
 }
 
 export interface Approver {

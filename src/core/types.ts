@@ -39,6 +39,11 @@ export interface InboundMessage {
   receivedAt: number;
   /** The platform's original payload; never logged, never persisted. */
   raw?: unknown;
+  /**
+   * Set on a note put into the session by Magpie itself (a subagent's result, a hardware event), not typed by
+   * anyone: the turn it starts has this origin and carries the authority of `userId`, who started the work.
+   */
+  note?: { origin: "spawn" | "event"; label?: string };
 }
 
 /** Where a reply goes. */

@@ -198,16 +198,19 @@ export class ToolRegistry implements ToolRuntime {
         `'${tool.name}' needs an owner's approval (${reason}, security.approvals.require) and there is no one to ask in this ${callContext.origin === "user" ? "guest's turn" : `${callContext.origin} turn`}; nothing was done.`,
       );
     }
-    const decision = await this.options.approvals.request({
-      sessionKey: callContext.sessionKey,
-      target: approver.target,
-      approver: approver.identity,
-      tool: tool.name,
-      action,
-      reason,
-      timeoutMs: timeoutSecs * 1000,
-      signal: callContext.signal,
-    });
+    const ask = () =>
+      this.options.approvals.request({
+        sessionKey: callContext.sessionKey,
+        target: approver.target,
+        approver: approver.identity,
+        tool: tool.name,
+        action,
+        reason,
+        timeoutMs: timeoutSecs * 1000,
+        signal: callContext.signal,
+      });
+    // A turn waiting for a person holds no maxConcurrentTurns slot.
+    const decision = callContext.whileWaiting ? await callContext.whileWaiting(ask) : await ask();
     audit.verdict =
       decision === "approved" ? "approved" : decision === "timeout" ? "timeout" : "denied-by-user";
     if (decision !== "approved") audit.outcome = "denied";

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionQueues } from "../../src/core/session-queue.js";
+import { TurnSlots } from "../../src/core/turn-slots.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 import { testToolNames, testTools } from "../helpers/test-tools.js";
@@ -21,7 +22,6 @@ describe("session queue", () => {
         runs.push(ids);
         if (runs.length === 1) await new Promise<void>((resolve) => (release = resolve));
       },
-      4,
       () => {},
     );
     queues.enqueue("s", 1);
@@ -34,22 +34,47 @@ describe("session queue", () => {
     expect(runs).toEqual([[1], [2, 3]]);
   });
 
-  it("bounds concurrent turns across sessions with maxConcurrentTurns", async () => {
+  it("bounds concurrent turns across sessions with maxConcurrentTurns (the engine's slots)", async () => {
     let active = 0;
     let peak = 0;
+    const slots = new TurnSlots(2);
     const queues = new SessionQueues(
       async () => {
+        const slot = await slots.acquire();
         active++;
         peak = Math.max(peak, active);
         await tick(30);
         active--;
+        slot.release();
       },
-      2,
       () => {},
     );
     for (let session = 0; session < 6; session++) queues.enqueue(`s${session}`, session);
     await queues.idle();
     expect(peak).toBe(2);
+  });
+
+  it("a turn waiting for a person gives its slot back and takes one again when answered", async () => {
+    const slots = new TurnSlots(1);
+    const paused = await slots.acquire();
+    let answer!: () => void;
+    const waiting = paused.whileWaiting(
+      () => new Promise<string>((resolve) => (answer = () => resolve("yes"))),
+    );
+    await tick(1);
+    expect(slots.pausedCount).toBe(1);
+    // Another turn runs while the first waits.
+    const other = await slots.acquire();
+    expect(slots.running).toBe(1);
+    answer();
+    await tick(1);
+    // The answered turn waits for the slot the other turn holds, then continues with it.
+    expect(slots.waiting).toBe(1);
+    other.release();
+    expect(await waiting).toBe("yes");
+    expect(slots.running).toBe(1);
+    paused.release();
+    expect(slots.running).toBe(0);
   });
 });
 

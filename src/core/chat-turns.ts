@@ -1,0 +1,226 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { ChatMessage } from "../llm/types.js";
+import type { Store } from "../store/index.js";
+import type { AgentDirectory } from "./agents.js";
+import type { Clock } from "./clock.js";
+import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
+import { NO_LLM_REPLY } from "./no-llm.js";
+import type { OutboxWorker } from "./outbox-worker.js";
+import { replyTargetOf } from "./session-key.js";
+import type { SessionQueues } from "./session-queue.js";
+import { StreamPreview } from "./stream-preview.js";
+import { type TurnEngine, withTokens } from "./turn-engine.js";
+import type { ChannelAdapter, InboundMessage, ReplyTarget } from "./types.js";
+
+export interface ChatTurnsOptions {
+  store: Store;
+  logger: Logger;
+  clock: Clock;
+  engine: TurnEngine;
+  agents: AgentDirectory;
+  outbox: OutboxWorker;
+  adapters: () => ReadonlyMap<string, ChannelAdapter>;
+  authority: () => AuthorityPort;
+  /** Stream drafts into channels that can edit messages. */
+  streaming: boolean;
+}
+
+const TYPING_INTERVAL_MS = 4_000;
+
+/** A note put into a session by Magpie itself (a subagent's result, an event). */
+export interface SessionNote {
+  /** The chat the note belongs to (and its follow-up turn answers in). */
+  target: ReplyTarget;
+  /** Whose authority the follow-up turn carries: who started the work the note reports on. */
+  sender: SenderIdentity;
+  origin: "spawn" | "event";
+  /** What the model reads. */
+  text: string;
+  /** Shown in the chat as it is put in (e.g. the subagent's result); omit to show nothing. */
+  show?: string;
+  label?: string;
+  isDirect?: boolean;
+}
+
+/**
+ * Turns of chat sessions, fed by the inbox: the messages collected for a session become one turn request for the
+ * engine; its history, reply and the inbox items' state are then written in one transaction.
+ */
+export class ChatTurns {
+  constructor(
+    private readonly options: ChatTurnsOptions,
+    private readonly queues: () => SessionQueues,
+  ) {}
+
+  /**
+   * Puts a note into a session: it is stored in the inbox like a message (durable, once) and starts a follow-up
+   * turn there. Returns the inbox id.
+   */
+  note(note: SessionNote): number {
+    const { store, clock } = this.options;
+    const message: InboundMessage = {
+      channel: note.target.channel,
+      chatId: note.target.chatId,
+      ...(note.target.threadId ? { threadId: note.target.threadId } : {}),
+      messageId: `note:${randomUUID()}`,
+      userId: note.sender.userId,
+      userName: note.sender.userName ?? note.sender.userId,
+      text: note.text,
+      isDirect: note.isDirect ?? true,
+      mentionsBot: true,
+      attachments: [],
+      receivedAt: clock.now(),
+      note: { origin: note.origin, ...(note.label ? { label: note.label } : {}) },
+    };
+    const sessionKey = sessionKeyOfTarget(note.target);
+    let inboxId = 0;
+    store.db.transaction(() => {
+      inboxId = store.inbox.insert(message, sessionKey, "pending")!;
+      if (note.show) {
+        const { threadId } = note.target;
+        store.outbox.enqueue(
+          { channel: note.target.channel, chatId: note.target.chatId, ...(threadId ? { threadId } : {}) },
+          { text: note.show },
+          { origin: "notice", inboxId, at: clock.now() },
+        );
+      }
+    })();
+    this.options.outbox.wake();
+    this.queues().enqueue(sessionKey, inboxId);
+    return inboxId;
+  }
+
+  /** Runs the turn for a session's collected inbox items (the queue's runner). */
+  async run(sessionKey: string, inboxIds: number[], signal: AbortSignal): Promise<void> {
+    const { store, clock, engine } = this.options;
+    const items = inboxIds.flatMap((id) => store.inbox.get(id) ?? []);
+    const last = items[items.length - 1];
+    if (!last) return;
+    store.inbox.setStatus(inboxIds, "processing", clock.now());
+    const target = last.message.note ? targetWithoutReply(last.message) : replyTargetOf(last.message);
+
+    if (!engine.hasModel) {
+      this.finish(inboxIds, sessionKey, target, NO_LLM_REPLY, []);
+      return;
+    }
+    const agent = this.options.agents.forMessage(last.message);
+    const sender = this.senderOf(items.map((item) => item.message));
+    const role = sender.role;
+    const origin: TurnOrigin = last.message.note?.origin ?? "user";
+    store.history.ensureSession(sessionKey, agent.name, clock.now());
+    const adapter = this.options.adapters().get(target.channel);
+    const stopTyping = startTyping(adapter, target);
+    const preview =
+      this.options.streaming && adapter?.capabilities.edit && adapter.edit
+        ? new StreamPreview(adapter, target)
+        : undefined;
+    try {
+      const outcome = await engine.run({
+        origin,
+        sessionKey,
+        agent,
+        sender,
+        target,
+        text: items.map((item) => describeInbound(item.message)).join("\n\n"),
+        channel: last.message.channel,
+        isDirect: last.message.isDirect,
+        depth: 0,
+        // An owner's own chat: approvals and questions go to them, here.
+        canAsk: role === "owner",
+        ...(role === "owner" ? { approver: { target, identity: sender } } : {}),
+        signal,
+        onTextDelta: preview ? (delta) => preview.push(delta) : undefined,
+      });
+      const draftId = await preview?.finish();
+      if (outcome.status === "aborted" && signal.reason === "shutdown") {
+        // Checkpoint: the turn is re-run after the restart instead of being lost.
+        store.inbox.setStatus(inboxIds, "pending", clock.now());
+        return;
+      }
+      const reply = outcome.status === "aborted" ? "" : outcome.reply;
+      this.finish(inboxIds, sessionKey, target, reply, outcome.newMessages, draftId);
+      if (outcome.status !== "aborted") await engine.compact(sessionKey, agent, role);
+    } finally {
+      stopTyping();
+    }
+  }
+
+  /**
+   * Whose authority a turn of collected messages carries: the strictest — if any of them came from a guest
+   * (a group where a guest wrote just before the owner), the whole turn is a guest's.
+   */
+  private senderOf(messages: InboundMessage[]): SenderIdentity {
+    const authority = this.options.authority();
+    const identities = messages.map((message) => ({
+      channel: message.channel,
+      userId: message.userId,
+      userName: message.userName,
+      role: authority.roleOf(message.channel, message.userId),
+    }));
+    return identities.find((identity) => identity.role === "guest") ?? identities[identities.length - 1]!;
+  }
+
+  /** Persists history, queues the reply and closes the inbox items in one transaction: all or nothing. */
+  private finish(
+    inboxIds: number[],
+    sessionKey: string,
+    target: ReplyTarget,
+    reply: string,
+    newMessages: ChatMessage[],
+    draftId?: string,
+  ): void {
+    const { store, clock } = this.options;
+    store.db.transaction(() => {
+      if (newMessages.length > 0) store.history.append(sessionKey, withTokens(newMessages), clock.now());
+      if (reply) {
+        store.outbox.enqueue(
+          target,
+          { text: reply, ...(draftId ? { editMessageId: draftId } : {}) },
+          { origin: "reply", inboxId: inboxIds[inboxIds.length - 1], at: clock.now() },
+        );
+      }
+      store.inbox.setStatus(inboxIds, "done", clock.now());
+    })();
+    this.options.outbox.wake();
+  }
+}
+
+function sessionKeyOfTarget(target: ReplyTarget): string {
+  return target.threadId
+    ? `${target.channel}:${target.chatId}:${target.threadId}`
+    : `${target.channel}:${target.chatId}`;
+}
+
+function targetWithoutReply(message: InboundMessage): ReplyTarget {
+  return {
+    channel: message.channel,
+    chatId: message.chatId,
+    ...(message.threadId ? { threadId: message.threadId } : {}),
+  };
+}
+
+/** The user's text plus a line per attachment, so the model knows what came with it. */
+function describeInbound(message: InboundMessage): string {
+  if (message.note) {
+    return `[${message.note.origin === "spawn" ? "Background task result" : "Event"}${message.note.label ? ` — ${message.note.label}` : ""}; not typed by the user]\n${message.text}`;
+  }
+  const lines = [message.text];
+  for (const attachment of message.attachments) {
+    const details = [attachment.mime, attachment.size !== undefined ? `${attachment.size} bytes` : undefined]
+      .filter(Boolean)
+      .join(", ");
+    lines.push(
+      `[attachment: ${attachment.kind}${attachment.name ? ` "${attachment.name}"` : ""}${details ? ` (${details})` : ""}]`,
+    );
+  }
+  return lines.filter(Boolean).join("\n");
+}
+
+function startTyping(adapter: ChannelAdapter | undefined, target: ReplyTarget): () => void {
+  if (!adapter?.typing || !adapter.capabilities.typing) return () => {};
+  const tick = () => void adapter.typing?.(target).catch(() => {});
+  tick();
+  const timer = setInterval(tick, TYPING_INTERVAL_MS);
+  return () => clearInterval(timer);
+}

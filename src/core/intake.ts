@@ -1,0 +1,176 @@
+import type { Logger } from "pino";
+import type { Store } from "../store/index.js";
+import type { OutboxOrigin } from "../store/outbox.js";
+import type { AccessControl } from "./access.js";
+import type { Clock } from "./clock.js";
+import { type CommandRegistry, parseCommand } from "./commands.js";
+import { errorMessage } from "./errors.js";
+import type { AuthorityPort, SenderIdentity } from "./identity.js";
+import { replyTargetOf, sessionKeyOf } from "./session-key.js";
+import type {
+  AcceptResult,
+  ButtonHandler,
+  ButtonPress,
+  InboundMessage,
+  InboundSink,
+  OutboundMessage,
+  ReplyTarget,
+} from "./types.js";
+
+/**
+ * Claims an accepted message before it is queued for a turn (a typed answer to a pending question); returns true
+ * when the message was consumed.
+ */
+export type MessageInterceptor = (
+  message: InboundMessage,
+  sessionKey: string,
+  sender: SenderIdentity,
+) => boolean;
+
+export interface IntakeOptions {
+  store: Store;
+  logger: Logger;
+  clock: Clock;
+  commands: CommandRegistry;
+  access: () => AccessControl;
+  authority: () => AuthorityPort;
+  buttonHandlers: () => readonly ButtonHandler[];
+  interceptors: () => readonly MessageInterceptor[];
+  /** Queues an inbox item for its session's next turn. */
+  enqueue(sessionKey: string, inboxId: number): void;
+  /** Puts a reply into the durable outbox. */
+  send(target: ReplyTarget, message: OutboundMessage, origin: OutboxOrigin, inboxId?: number): number;
+  /** Starts delivery of what was just written to the outbox. */
+  wakeOutbox(): void;
+}
+
+/**
+ * Everything between an adapter and a turn: access control → inbox (dedupe) → slash commands, button presses,
+ * answers to pending questions → the session's queue. Implements the adapters' InboundSink.
+ */
+export class Intake implements InboundSink {
+  constructor(private readonly options: IntakeOptions) {}
+
+  async message(inbound: InboundMessage): Promise<AcceptResult> {
+    const { store, logger } = this.options;
+    const decision = await this.options.access().check(inbound);
+    if (!decision.allow) {
+      logger.debug(
+        { channel: inbound.channel, chatId: inbound.chatId, reason: decision.reason },
+        "message-denied",
+      );
+      if (decision.reply)
+        this.options.send(replyTargetOf(inbound), { text: decision.reply, format: "plain" }, "pairing");
+      return { status: "denied", reason: decision.reason };
+    }
+    // A note is Magpie's own; nobody can send one in through a channel.
+    const { note: _note, ...message } = inbound;
+    const sessionKey = sessionKeyOf(message);
+    const command = parseCommand(message.text);
+    const inboxId = store.inbox.insert(message, sessionKey, command ? "processing" : "pending");
+    if (inboxId === null) {
+      logger.debug({ channel: message.channel, messageId: message.messageId }, "message-duplicate");
+      return { status: "duplicate" };
+    }
+    logger.debug({ session: sessionKey, inboxId, command: command?.name }, "message-received");
+    const sender = this.identify(message.channel, message.userId, message.userName);
+    if (command) await this.runCommand(inboxId, message, sessionKey, command, sender);
+    else if (this.intercepted(message, sessionKey, sender)) {
+      store.inbox.setStatus([inboxId], "done", this.options.clock.now());
+    } else this.options.enqueue(sessionKey, inboxId);
+    return { status: "accepted", inboxId };
+  }
+
+  async buttonPressed(press: ButtonPress): Promise<void> {
+    if (this.options.access().allowsPress?.(press) === false) {
+      this.options.logger.debug({ channel: press.channel, chatId: press.chatId }, "button-press-denied");
+      return;
+    }
+    for (const handler of this.options.buttonHandlers()) {
+      try {
+        if (await handler(press)) return;
+      } catch (error) {
+        this.options.logger.warn({ err: error, button: press.buttonId }, "button-handler-failed");
+      }
+    }
+    this.options.logger.debug({ button: press.buttonId }, "button-unclaimed");
+  }
+
+  /** The sender with their role on the channel (owner or guest), from the one authority. */
+  identify(channel: string, userId: string, userName?: string): SenderIdentity {
+    return {
+      channel,
+      userId,
+      ...(userName ? { userName } : {}),
+      role: this.options.authority().roleOf(channel, userId),
+    };
+  }
+
+  private intercepted(message: InboundMessage, sessionKey: string, sender: SenderIdentity): boolean {
+    for (const interceptor of this.options.interceptors()) {
+      try {
+        if (interceptor(message, sessionKey, sender)) return true;
+      } catch (error) {
+        this.options.logger.warn({ err: error }, "message-interceptor-failed");
+      }
+    }
+    return false;
+  }
+
+  private async runCommand(
+    inboxId: number,
+    inbound: InboundMessage,
+    sessionKey: string,
+    command: { name: string; args: string },
+    sender: SenderIdentity,
+  ): Promise<void> {
+    const { store, logger, commands, clock } = this.options;
+    const target = replyTargetOf(inbound);
+    const handler = commands.get(command.name);
+    let reply: string | OutboundMessage;
+    try {
+      if (handler && sender.role !== "owner" && commands.isOwnerOnly(command.name)) {
+        reply = `Only an owner can use /${command.name}.`;
+        this.auditRefusal(sessionKey, sender, `/${command.name}`, command.args, "command.owner_only");
+      } else {
+        reply = handler
+          ? await handler.run({ message: inbound, sender, sessionKey, args: command.args, target })
+          : `Unknown command /${command.name}. Send /help for the list.`;
+      }
+    } catch (error) {
+      logger.warn({ err: error, command: command.name }, "command-failed");
+      reply = `/${command.name} failed: ${errorMessage(error)}`;
+    }
+    const message = typeof reply === "string" ? { text: reply } : reply;
+    store.db.transaction(() => {
+      if (message.text)
+        store.outbox.enqueue(target, message, { origin: "command", inboxId, at: clock.now() });
+      store.inbox.setStatus([inboxId], "done", clock.now());
+    })();
+    this.options.wakeOutbox();
+  }
+
+  /** Records a refused command in the audit log. */
+  private auditRefusal(
+    sessionKey: string,
+    sender: SenderIdentity,
+    action: string,
+    args: string,
+    code: string,
+  ): void {
+    try {
+      this.options.store.audit.record({
+        sessionKey,
+        tool: action,
+        arguments: JSON.stringify({ args: args.slice(0, 200), sender: `${sender.channel}:${sender.userId}` }),
+        verdict: "deny",
+        outcome: "denied",
+        errorCode: code,
+        durationMs: 0,
+        at: this.options.clock.now(),
+      });
+    } catch (error) {
+      this.options.logger.error({ err: error }, "audit-write-failed");
+    }
+  }
+}

@@ -1,0 +1,202 @@
+import type { Logger } from "pino";
+import { estimateMessageTokens } from "../llm/tokens.js";
+import type { ChatMessage, ChatModel } from "../llm/types.js";
+import type { Store } from "../store/index.js";
+import { runAgentTurn, type TurnOutcome } from "./agent-loop.js";
+import type { AgentProfile } from "./agents.js";
+import type { Clock } from "./clock.js";
+import { compactHistory, recentWithinBudget } from "./compaction.js";
+import type { AgentHooks } from "./hooks.js";
+import type { Role } from "./identity.js";
+import { NO_LLM_REPLY } from "./no-llm.js";
+import { buildSystemPrompt } from "./system-prompt.js";
+import type { ToolRuntime } from "./tool-runtime.js";
+import type { TurnRequest } from "./turn-request.js";
+import type { TurnSlots } from "./turn-slots.js";
+
+export interface TurnEngineOptions {
+  store: Store;
+  logger: Logger;
+  clock: Clock;
+  model: ChatModel | null;
+  tools: ToolRuntime;
+  hooks: () => readonly AgentHooks[];
+  slots: TurnSlots;
+  settings: {
+    maxIterations: number;
+    historyTokens: number;
+    timezone: string;
+    globalPrompt?: string;
+    llm: { baseUrl?: string; timeoutMs: number };
+    /** `security.guestToolSet`: the most a guest's turn may use. */
+    guestToolSet: string[];
+  };
+}
+
+export interface TurnResult extends TurnOutcome {
+  /** The tools the turn was offered (and allowed to dispatch). */
+  toolNames: string[];
+}
+
+/**
+ * The one turn engine (DESIGN.md → Agent core): resolves the turn's tools from its request (agent set, override,
+ * creator's limit, guest limit), recalls memory for the sender's role, builds the system prompt, holds a
+ * `maxConcurrentTurns` slot (given back while the turn waits for a person) and runs the agent loop.
+ */
+export class TurnEngine {
+  constructor(private readonly options: TurnEngineOptions) {}
+
+  get hasModel(): boolean {
+    return this.options.model !== null;
+  }
+
+  /** Tool names a request may use: every narrowing applies, none widens. */
+  toolsFor(request: Pick<TurnRequest, "agent" | "toolSet" | "toolLimit" | "sender">): string[] {
+    const { tools, settings } = this.options;
+    let names = tools.resolveToolSet(request.agent.toolSet);
+    if (request.toolSet !== undefined) {
+      const narrowed = new Set(tools.resolveToolSet(request.toolSet));
+      names = request.toolSet === "subagent" ? [...narrowed] : names.filter((name) => narrowed.has(name));
+    }
+    if (request.toolLimit) {
+      const limit = new Set(request.toolLimit);
+      names = names.filter((name) => limit.has(name));
+    }
+    if (request.sender.role === "guest") {
+      const limit = new Set(tools.resolveToolSet(settings.guestToolSet));
+      names = names.filter((name) => limit.has(name));
+    }
+    return names;
+  }
+
+  /** Runs one turn; the caller persists its new messages (in its own transaction). Never throws. */
+  async run(request: TurnRequest): Promise<TurnResult> {
+    if (!this.options.model) {
+      return {
+        status: "error",
+        reply: NO_LLM_REPLY,
+        newMessages: [],
+        iterations: 0,
+        toolCalls: 0,
+        toolNames: [],
+      };
+    }
+    const slot = request.slot ?? (await this.options.slots.acquire());
+    try {
+      return await this.execute(request, slot);
+    } finally {
+      if (!request.slot) slot.release();
+    }
+  }
+
+  /** Runs a turn whose history is its own (jobs, delegation, subagents) and keeps that history. */
+  async runDetached(request: TurnRequest): Promise<TurnResult> {
+    const { store, clock } = this.options;
+    const historyKey = request.historyKey ?? request.sessionKey;
+    store.history.ensureSession(historyKey, request.agent.name, clock.now());
+    const result = await this.run(request);
+    if (result.newMessages.length > 0)
+      store.history.append(historyKey, withTokens(result.newMessages), clock.now());
+    return result;
+  }
+
+  /** Compacts a session's history past the budget (after a chat turn). */
+  async compact(historyKey: string, agent: AgentProfile, role: Role): Promise<void> {
+    if (!this.options.model) return;
+    const result = await compactHistory({
+      history: this.options.store.history,
+      sessionKey: historyKey,
+      model: this.options.model,
+      modelName: agent.model,
+      budget: this.options.settings.historyTokens,
+      logger: this.options.logger,
+    });
+    if (!result) return;
+    this.options.logger.info({ session: historyKey, removed: result.removed }, "history-compacted");
+    for (const hooks of this.options.hooks()) {
+      try {
+        await hooks.onCompacted?.({
+          sessionKey: historyKey,
+          agent: agent.name,
+          summary: result.summary,
+          role,
+        });
+      } catch (error) {
+        this.options.logger.warn({ err: error }, "compaction-hook-failed");
+      }
+    }
+  }
+
+  private async execute(request: TurnRequest, slot: import("./turn-slots.js").TurnSlot): Promise<TurnResult> {
+    const { store, settings, tools, logger } = this.options;
+    const historyKey = request.historyKey ?? request.sessionKey;
+    const toolNames = this.toolsFor(request);
+    const stored = store.history.load(historyKey);
+    const history = recentWithinBudget(stored, Math.floor(settings.historyTokens * 1.5)).map(
+      (item) => item.message,
+    );
+    const recalled: string[] = [];
+    for (const hooks of this.options.hooks()) {
+      if (!hooks.recall) continue;
+      try {
+        const text = await hooks.recall({
+          sessionKey: request.sessionKey,
+          agent: request.agent.name,
+          text: request.text,
+          role: request.sender.role,
+        });
+        if (text) recalled.push(text);
+      } catch (error) {
+        logger.warn({ err: error }, "recall-hook-failed");
+      }
+    }
+    const systemPrompt = buildSystemPrompt({
+      agent: request.agent,
+      globalPrompt: settings.globalPrompt,
+      timezone: settings.timezone,
+      now: new Date(this.options.clock.now()),
+      channel: request.channel,
+      isDirect: request.isDirect,
+      summary: store.history.summary(historyKey),
+      recalled,
+      toolNames,
+    });
+    const outcome = await runAgentTurn(
+      {
+        model: this.options.model!,
+        tools,
+        logger,
+        maxIterations: request.maxIterations ?? settings.maxIterations,
+        llm: settings.llm,
+      },
+      {
+        agent: request.agent,
+        systemPrompt,
+        history,
+        userText: request.text,
+        toolNames,
+        context: {
+          sessionKey: request.sessionKey,
+          agent: request.agent.name,
+          target: request.target,
+          userId: request.sender.userId,
+          sender: request.sender,
+          origin: request.origin,
+          canAsk: request.canAsk,
+          ...(request.approver ? { approver: request.approver } : {}),
+          signal: request.signal,
+          depth: request.depth,
+          whileWaiting: (wait) => slot.whileWaiting(wait),
+          slot,
+        },
+        onTextDelta: request.onTextDelta,
+      },
+    );
+    return { ...outcome, toolNames };
+  }
+}
+
+/** Messages with their estimated token counts, as history stores them. */
+export function withTokens(messages: ChatMessage[]) {
+  return messages.map((message) => ({ message, tokens: estimateMessageTokens(message) }));
+}

@@ -1,0 +1,42 @@
+import type { ToolSetConfig } from "../config/sections/agents.js";
+import type { AgentProfile } from "./agents.js";
+import type { SenderIdentity, TurnOrigin } from "./identity.js";
+import type { Approver } from "./tool-runtime.js";
+import type { TurnSlot } from "./turn-slots.js";
+import type { ReplyTarget } from "./types.js";
+
+/**
+ * Everything the turn engine needs to run one turn of any kind — a user's message, a scheduled prompt, a spawned
+ * subagent, a delegated agent, an event — so there is exactly one path for all of them.
+ */
+export interface TurnRequest {
+  origin: TurnOrigin;
+  /** The session the turn acts in: tool calls are audited under it and tools' per-session state lives there. */
+  sessionKey: string;
+  /** Where history is loaded from and kept (default: `sessionKey`). A delegated turn keeps its own. */
+  historyKey?: string;
+  agent: AgentProfile;
+  /** Whose authority the turn carries. */
+  sender: SenderIdentity;
+  /** Where replies and `message` default to. */
+  target: ReplyTarget;
+  /** The user's text, the job's prompt, the subagent's task, the event's note. */
+  text: string;
+  /** For the system prompt: which platform, DM or group. */
+  channel: string;
+  isDirect: boolean;
+  /** Delegation depth: 0 for a turn nobody delegated. */
+  depth: number;
+  /** An owner is there to ask (approvals, questions, Warn verdicts). */
+  canAsk: boolean;
+  approver?: Approver;
+  /** Tool set instead of the agent's (a subagent's `subagent` set, a job's `toolSet`). */
+  toolSet?: ToolSetConfig | string;
+  /** An upper bound on tool names, whatever the sets say (a job's creator's set). */
+  toolLimit?: readonly string[];
+  maxIterations?: number;
+  signal: AbortSignal;
+  onTextDelta?: (delta: string) => void;
+  /** A slot the caller already holds (a delegated turn runs inside its parent's); else the engine takes one. */
+  slot?: TurnSlot;
+}
