@@ -1,16 +1,12 @@
-import type { AppContext, MagpieFeature } from "../app/feature.js";
-import { AgentDirectory } from "../core/agents.js";
+import type { MagpieFeature } from "../app/feature.js";
 import { systemClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
-import type { ToolCallContext } from "../core/tool-runtime.js";
 import { createPushoverNotifier } from "../notify/pushover.js";
 import type { MessagingService } from "../tools/message.js";
 import { specOfConfigJob } from "./config-jobs.js";
 import { createScheduler } from "./create-scheduler.js";
 import { cronCommand } from "./cron-command.js";
-import { promptJobToolSet } from "./job-authority.js";
 import { createJobExecutor } from "./job-executor.js";
-import { JobStore } from "./job-store.js";
 import type { Scheduler } from "./scheduler.js";
 import { SchedulerError } from "./scheduler-error.js";
 
@@ -46,7 +42,6 @@ export const schedulerFeature: MagpieFeature = {
     app.services.scheduler = scheduler;
     app.services.notifier = notifier;
     app.services.messaging = messaging;
-    app.services.turnToolNames = turnToolNames(app, new JobStore(app.store.db));
     app.commands.register(cronCommand(scheduler));
 
     try {
@@ -62,22 +57,3 @@ export const schedulerFeature: MagpieFeature = {
     (app.services.scheduler as Scheduler).start();
   },
 };
-
-/**
- * The tools a calling turn has, for the job tools when the tool context does not list them: the turn's agent's
- * configured tool set, or for a scheduled prompt job's turn (`cron:<job>:<run>`) the tools that job runs with.
- */
-function turnToolNames(app: AppContext, jobs: JobStore): (context: ToolCallContext) => string[] {
-  const { config } = app;
-  const agents = new AgentDirectory(config.agents, config.routes, config.llm.model);
-  const resolve = (toolSet: string | string[]) => app.tools.resolveToolSet(toolSet);
-  return (context) => {
-    const scheduled = /^cron:(\d+):/.exec(context.sessionKey);
-    if (scheduled) {
-      const job = jobs.get(Number(scheduled[1]));
-      return job ? resolve(promptJobToolSet(job, resolve)) : [];
-    }
-    const agent = agents.get(context.agent);
-    return agent ? resolve(agent.toolSet) : [];
-  };
-}

@@ -58,7 +58,7 @@ export function createJobExecutor(deps: {
         const { ok, text } = shellOutputText(result);
         return { ok, output: text };
       }
-      const input: Parameters<AgentRunner["run"]>[0] & { approver?: Approver } = {
+      const input: Parameters<AgentRunner["run"]>[0] = {
         agent: job.agent ?? job.creator.agent,
         prompt: job.payload,
         // A session per run: a scheduled report never leaks into a chat's history or into the next run.
@@ -68,7 +68,6 @@ export function createJobExecutor(deps: {
         signal,
         origin: "schedule",
         sender,
-        // Carried through once IsolatedRunInput takes an approver; until then the run asks no one.
         ...(approver ? { approver } : {}),
       };
       const answer = await deps.agent.run(input);

@@ -44,6 +44,8 @@ export interface ToolContext extends ToolCallContext {
   logger: Logger;
   services: ToolServices;
   scratch: SessionScratch;
+  /** The tools this turn may use (its resolved tool set): what a job made in it may carry at most. */
+  allowedTools: readonly string[];
   /** Adds a warning to the result and the audit log (file-guard Warn verdicts). */
   warn(message: string): void;
   /**

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import type { ToolCallContext } from "../core/tool-runtime.js";
 import type { JobCreator, JobSpec } from "../scheduler/job.js";
 import type { JobOrigin, Scheduler } from "../scheduler/scheduler.js";
 import { SchedulerError } from "../scheduler/scheduler-error.js";
@@ -98,21 +97,9 @@ export function specOf(input: JobFieldInput): JobSpec {
   };
 }
 
-/**
- * The tools the calling turn has: the registry's list when the context carries it (`allowedTools`), else
- * what the scheduler feature derives (`services.turnToolNames`: the agent's tool set, a prompt job's tools);
- * with neither, none — so nothing needing a tool is scheduled on a guess.
- */
-function turnToolNames(context: ToolContext): string[] {
-  const listed = (context as ToolContext & { allowedTools?: readonly string[] }).allowedTools;
-  if (listed) return [...listed];
-  const derive = context.services.turnToolNames as ((context: ToolCallContext) => string[]) | undefined;
-  return derive ? derive(context) : [];
-}
-
 /** The job's creator: this turn's sender, agent and tools (DESIGN.md → "Jobs carry their creator's authority"). */
 export function creatorOf(context: ToolContext): JobCreator {
-  return { identity: context.sender, agent: context.agent, toolNames: turnToolNames(context) };
+  return { identity: context.sender, agent: context.agent, toolNames: [...context.allowedTools] };
 }
 
 /**

@@ -164,6 +164,7 @@ export class ToolRegistry implements ToolRuntime {
       logger: this.options.logger,
       services: this.options.services,
       scratch: this.scratch,
+      allowedTools,
       warn: (message) => warnings.push(message),
       requireApproval: (action, reason) => this.requireApproval(tool, action, reason, callContext, audit),
     };

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { features } from "../../src/app/features.js";
 import { waitFor } from "../fakes/http-util.js";
 import { reply } from "../fakes/openai.js";
+import { FakeSlack, SLACK_BOT_USER, SLACK_TEAM } from "../fakes/slack.js";
 import { FakeTelegram, TELEGRAM_BOT } from "../fakes/telegram.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
@@ -170,5 +171,76 @@ describe("authority follows the sender (Telegram group)", () => {
     say(telegram, OWNER, "hi");
     await waitFor(() => groupTexts(telegram).includes("hello owner"), "the owner's answer");
     llm.assertDone();
+  });
+});
+
+describe("authority follows the sender (Slack channel, Socket Mode)", () => {
+  it("a guest's Approve press on the owner's pending shell call is refused; nothing runs", async () => {
+    const slack = await new FakeSlack().start();
+    cleanup.push(() => slack.close());
+    const testApp = await startTestApp({
+      features,
+      loadChannels: true,
+      channel: null,
+      config: {
+        security: { approvals: { require: ["shell"], timeoutSecs: 30 } },
+        channels: {
+          slack: {
+            botToken: slack.botToken,
+            appToken: slack.appToken,
+            apiUrl: slack.apiUrl,
+            pacing: false,
+            allowFrom: ["U0ALICE"],
+            groups: ["C0OPS"],
+          },
+        },
+      },
+    });
+    cleanup.push(() => testApp.stop());
+    const marker = path.join(testApp.config.workspace, "pwned-slack");
+    testApp.llm!.script(
+      reply.toolCalls([{ name: "shell", arguments: { command: `touch ${marker}` } }]),
+      reply.text("left alone"),
+    );
+    slack.sendEnvelope(
+      "events_api",
+      slack.eventCallback({
+        type: "message",
+        channel: "C0OPS",
+        channel_type: "channel",
+        user: "U0ALICE",
+        text: `<@${SLACK_BOT_USER}> tidy up`,
+        ts: slack.nextTs(),
+        event_ts: "0",
+      }),
+    );
+    const posted = () => slack.callsOf("chat.postMessage").map((call) => String(call.body.text));
+    const prompt = await waitFor(
+      () => posted().find((text) => text.includes("Approval needed")),
+      "the approval prompt",
+    );
+    const id = /request ([0-9a-f]+)/.exec(prompt)![1]!;
+    const pressAs = (user: string, value: string) =>
+      slack.sendEnvelope("interactive", {
+        type: "block_actions",
+        team: { id: SLACK_TEAM },
+        user: { id: user, name: user, username: user, team_id: SLACK_TEAM },
+        api_app_id: "A0APP",
+        token: "legacy",
+        trigger_id: "trigger",
+        container: { type: "message", message_ts: "1.0", channel_id: "C0OPS" },
+        channel: { id: "C0OPS", name: "ops" },
+        message: { ts: "1700000000.000001", type: "message", text: "x" },
+        actions: [
+          { type: "button", action_id: "magpie-0-0", block_id: "magpie-row-0", value, action_ts: "1" },
+        ],
+      });
+    pressAs("U0MALLORY", `approve:${id}`);
+    await waitFor(() => posted().some((text) => /Only an owner/.test(text)), "the refusal");
+    expect(existsSync(marker)).toBe(false);
+    pressAs("U0ALICE", `deny:${id}`);
+    await waitFor(() => posted().includes("left alone"), "the turn's end");
+    expect(existsSync(marker)).toBe(false);
+    testApp.llm!.assertDone();
   });
 });
