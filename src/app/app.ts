@@ -18,6 +18,7 @@ import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
 import { registerHealthRoutes } from "../http/health.js";
 import { HttpServer } from "../http/server.js";
 import { createChatModel } from "../llm/create-model.js";
+import { redactingModel } from "../llm/redacting-model.js";
 import type { ChatModel } from "../llm/types.js";
 import { createLogger } from "../log/logger.js";
 import { createRedactor, type Redactor } from "../security/redact.js";
@@ -112,7 +113,8 @@ export class MagpieApp {
     this.store = Store.open(config.dataDir);
     // File and shell tools (and shell cron jobs) work inside the workspace: it exists from the first start.
     mkdirSync(config.workspace, { recursive: true });
-    this.model = options.model !== undefined ? options.model : createChatModel(config);
+    const model = options.model !== undefined ? options.model : createChatModel(config);
+    this.model = model ? redactingModel(model, this.redactor) : null;
 
     const services: AppContext["services"] = { store: this.store, redactor: this.redactor };
     this.services = services;

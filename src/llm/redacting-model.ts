@@ -1,0 +1,38 @@
+import type { ChatMessage, ChatModel, CompletionRequest } from "./types.js";
+
+/** The one method of the Redactor this needs (src/security/redact.ts). */
+interface TextRedactor {
+  redact(text: string): string;
+}
+
+function redactMessage(message: ChatMessage, redactor: TextRedactor): ChatMessage {
+  if (message.role === "assistant") {
+    return {
+      ...message,
+      content: message.content === null ? null : redactor.redact(message.content),
+      ...(message.tool_calls
+        ? {
+            tool_calls: message.tool_calls.map((call) => ({
+              ...call,
+              function: { ...call.function, arguments: redactor.redact(call.function.arguments) },
+            })),
+          }
+        : {}),
+    };
+  }
+  return { ...message, content: redactor.redact(message.content) };
+}
+
+/**
+ * Redacts every message before it leaves for the provider (DESIGN.md: secrets never appear in LLM requests).
+ * Tool results are redacted already; this also covers what a user typed, recalled memories and summaries.
+ */
+export function redactingModel(model: ChatModel, redactor: TextRedactor): ChatModel {
+  return {
+    complete: (request: CompletionRequest, options) =>
+      model.complete(
+        { ...request, messages: request.messages.map((message) => redactMessage(message, redactor)) },
+        options,
+      ),
+  };
+}
