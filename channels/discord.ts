@@ -29,9 +29,9 @@ import type {
 } from "../src/core/types.js";
 import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
-import { editedOrNull } from "./draft-edit.js";
 import { renderParts } from "./format/chunk.js";
 import type { ChannelDeps } from "./index.js";
+import { sendParts } from "./send-parts.js";
 import { StatusTracker } from "./status-tracker.js";
 
 const TOKEN_HINT = "Check DISCORD_BOT_TOKEN or channels.discord.token.";
@@ -263,47 +263,38 @@ export class DiscordChannel implements ChannelAdapter {
 
   async send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
     const channelId = target.threadId ?? target.chatId;
-    const parts = renderParts(message.text, LIMIT, (text) => text);
-    const messageIds: string[] = [];
-    for (let index = progress?.partsSent ?? 0; index < parts.length; index++) {
-      const isLast = index === parts.length - 1;
-      const body: Record<string, unknown> = {
-        content: parts[index]!.formatted,
-        allowed_mentions: { parse: [] },
-        ...(isLast && message.buttons ? { components: components(message.buttons) } : {}),
-      };
-      let id: string | null = null;
-      if (index === 0 && message.editMessageId) {
-        id = await editedOrNull(
-          () =>
-            this.call(() =>
-              this.client.rest.patch(Routes.channelMessage(channelId, message.editMessageId!), { body }),
-            ),
-          message.editMessageId,
-        );
-      }
-      if (id === null) {
-        if (index === 0 && target.replyToMessageId) {
-          body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
-        }
-        const sent = (await this.call(() =>
-          this.client.rest.post(Routes.channelMessages(channelId), { body }),
-        )) as SentMessage;
-        id = sent.id;
-      }
-      messageIds.push(id);
-      progress?.onPartSent(index, id);
-    }
-    return { messageIds };
+    return sendParts(
+      target,
+      message,
+      {
+        limit: LIMIT,
+        render: (text) => text,
+        markup: components,
+        edit: (messageId, part, buttons) =>
+          this.call(() =>
+            this.client.rest.patch(Routes.channelMessage(channelId, messageId), {
+              body: messageBody(part.formatted, buttons),
+            }),
+          ),
+        post: async (part, buttons, first) => {
+          const reference =
+            first && target.replyToMessageId
+              ? { message_reference: { message_id: target.replyToMessageId, fail_if_not_exists: false } }
+              : {};
+          const body = { ...messageBody(part.formatted, buttons), ...reference };
+          const sent = (await this.call(() =>
+            this.client.rest.post(Routes.channelMessages(channelId), { body }),
+          )) as SentMessage;
+          return sent.id;
+        },
+      },
+      progress,
+    );
   }
 
   async edit(target: ReplyTarget, messageId: string, message: OutboundMessage): Promise<void> {
     const [part] = renderParts(message.text, LIMIT, (text) => text);
-    const body = {
-      content: part?.formatted ?? "",
-      allowed_mentions: { parse: [] },
-      ...(message.buttons ? { components: components(message.buttons) } : {}),
-    };
+    const body = messageBody(part?.formatted ?? "", message.buttons && components(message.buttons));
     await this.call(() =>
       this.client.rest.patch(Routes.channelMessage(target.threadId ?? target.chatId, messageId), { body }),
     );
@@ -379,6 +370,11 @@ function closeDetail(code: number): string {
     return "Discord refused the intents (4014): enable the Message Content intent for the bot in the Discord developer portal.";
   }
   return `Discord closed the gateway (${code}) and will not reconnect.`;
+}
+
+/** A message body that pings nobody, with the button rows when there are any. */
+function messageBody(content: string, buttons: unknown[] | undefined): Record<string, unknown> {
+  return { content, allowed_mentions: { parse: [] }, ...(buttons ? { components: buttons } : {}) };
 }
 
 function components(rows: NonNullable<OutboundMessage["buttons"]>): unknown[] {

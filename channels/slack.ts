@@ -16,11 +16,11 @@ import type {
 } from "../src/core/types.js";
 import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
-import { editedOrNull } from "./draft-edit.js";
 import { chunkMarkdown, type RenderedPart, renderParts } from "./format/chunk.js";
 import { escapeText, renderMarkdown } from "./format/markdown.js";
 import { Pacer } from "./format/pacer.js";
 import type { ChannelDeps } from "./index.js";
+import { formattedOrPlain, sendParts } from "./send-parts.js";
 import { AckAfterProcessingSocketReceiver } from "./slack-socket-receiver.js";
 import { StatusTracker } from "./status-tracker.js";
 
@@ -331,27 +331,21 @@ export class SlackChannel implements ChannelAdapter {
 
   async send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
     const plain = message.format === "plain";
-    const parts = renderSlackParts(message);
     const threadTs = this.threadTsFor(target);
-    const messageIds: string[] = [];
-    for (let index = progress?.partsSent ?? 0; index < parts.length; index++) {
-      const part = parts[index]!;
-      const buttons = index === parts.length - 1 ? message.buttons : undefined;
-      let id: string | null = null;
-      if (index === 0 && message.editMessageId) {
-        id = await editedOrNull(
-          () => this.update(target.chatId, message.editMessageId!, part, buttons, plain),
-          message.editMessageId,
-        );
-      }
-      if (id === null) {
-        await this.pacer?.wait(target.chatId);
-        id = await this.post(target.chatId, threadTs, part, buttons, plain);
-      }
-      messageIds.push(id);
-      progress?.onPartSent(index, id);
-    }
-    return { messageIds };
+    return sendParts(
+      target,
+      message,
+      {
+        limit: LIMIT,
+        render: renderSlack,
+        pacer: this.pacer,
+        markup: (buttons) => buttons,
+        edit: (ts, part, buttons) => this.update(target.chatId, ts, part, buttons, plain),
+        // Every part goes into the thread, not only the first.
+        post: (part, buttons) => this.post(target.chatId, threadTs, part, buttons, plain),
+      },
+      progress,
+    );
   }
 
   /** Replies go into the thread; in channels a reply starts a thread under the triggering message. */
@@ -370,24 +364,25 @@ export class SlackChannel implements ChannelAdapter {
   ): Promise<string> {
     const base = { channel, ...(threadTs ? { thread_ts: threadTs } : {}), unfurl_links: false };
     try {
-      try {
-        const result = await this.app.client.chat.postMessage({
-          ...base,
-          text: part.formatted,
-          mrkdwn: !plain,
-          ...(buttons ? { blocks: blocksFor(part.formatted, buttons) } : {}),
-        });
-        return String(result.ts);
-      } catch (error) {
-        if (!isFormattingRejection(error)) throw error;
-        this.deps.logger.warn({ channel: this.name }, "Slack rejected the blocks; resending as plain text");
-        const result = await this.app.client.chat.postMessage({
-          ...base,
-          text: withChoices(part.plain, buttons),
-          mrkdwn: false,
-        });
-        return String(result.ts);
-      }
+      const result = await formattedOrPlain(
+        () =>
+          this.app.client.chat.postMessage({
+            ...base,
+            text: part.formatted,
+            mrkdwn: !plain,
+            ...(buttons ? { blocks: blocksFor(part.formatted, buttons) } : {}),
+          }),
+        () => {
+          this.deps.logger.warn({ channel: this.name }, "Slack rejected the blocks; resending as plain text");
+          return this.app.client.chat.postMessage({
+            ...base,
+            text: withChoices(part.plain, buttons),
+            mrkdwn: false,
+          });
+        },
+        isFormattingRejection,
+      );
+      return String(result.ts);
     } catch (error) {
       throw toSendError(error);
     }
@@ -401,29 +396,26 @@ export class SlackChannel implements ChannelAdapter {
     plain: boolean,
   ): Promise<void> {
     try {
-      try {
-        await this.app.client.chat.update({
-          channel,
-          ts,
-          text: part.formatted,
-          ...(buttons ? { blocks: blocksFor(part.formatted, buttons) } : { blocks: [] }),
-        });
-      } catch (error) {
-        if (!isFormattingRejection(error) && !plain) throw error;
-        await this.app.client.chat.update({
-          channel,
-          ts,
-          text: withChoices(part.plain, buttons),
-          blocks: [],
-        });
-      }
+      await formattedOrPlain(
+        () =>
+          this.app.client.chat.update({
+            channel,
+            ts,
+            text: part.formatted,
+            ...(buttons ? { blocks: blocksFor(part.formatted, buttons) } : { blocks: [] }),
+          }),
+        () =>
+          this.app.client.chat.update({ channel, ts, text: withChoices(part.plain, buttons), blocks: [] }),
+        // For a plain reply every refusal gets one retry with the fallback text, not only a blocks rejection.
+        (error) => plain || isFormattingRejection(error),
+      );
     } catch (error) {
       throw toSendError(error);
     }
   }
 
   async edit(target: ReplyTarget, messageId: string, message: OutboundMessage): Promise<void> {
-    const [part] = renderSlackParts(message);
+    const [part] = renderParts(message.text, LIMIT, (text) => renderSlack(text, message.format));
     if (part) await this.update(target.chatId, messageId, part, message.buttons, message.format === "plain");
   }
 
@@ -447,10 +439,8 @@ export class SlackChannel implements ChannelAdapter {
 }
 
 /** Plain text is escaped too: an unescaped "<!channel>" from the model would ping a whole channel. */
-function renderSlackParts(message: OutboundMessage): RenderedPart[] {
-  return renderParts(message.text, LIMIT, (text) =>
-    message.format === "plain" ? escapeText(text, "slack-mrkdwn") : renderMarkdown(text, "slack-mrkdwn"),
-  );
+function renderSlack(markdown: string, format: OutboundMessage["format"]): string {
+  return format === "plain" ? escapeText(markdown, "slack-mrkdwn") : renderMarkdown(markdown, "slack-mrkdwn");
 }
 
 /** Section blocks (3000 characters each) for the text, then one actions block per button row. */

@@ -17,11 +17,11 @@ import { GuardRefusal } from "../src/security/guard-refusal.js";
 import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
 import { ButtonIdMap } from "./button-ids.js";
-import { editedOrNull } from "./draft-edit.js";
-import { renderParts } from "./format/chunk.js";
+import { type RenderedPart, renderParts } from "./format/chunk.js";
 import { renderMarkdown } from "./format/markdown.js";
 import { type Pacer, telegramPacer } from "./format/pacer.js";
 import type { ChannelDeps } from "./index.js";
+import { formattedOrPlain, sendParts } from "./send-parts.js";
 import { StatusTracker } from "./status-tracker.js";
 
 const TOKEN_HINT = "Check TELEGRAM_BOT_TOKEN or channels.telegram.token.";
@@ -208,40 +208,25 @@ export class TelegramChannel implements ChannelAdapter {
   }
 
   async send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
-    const parts =
-      message.format === "plain"
-        ? renderParts(message.text, LIMIT, (text) => text).map((part) => ({
-            formatted: part.plain,
-            plain: part.plain,
-          }))
-        : renderParts(message.text, LIMIT, (text) => renderMarkdown(text, "telegram-html"));
-    const messageIds: string[] = [];
-    const skip = progress?.partsSent ?? 0;
-    for (let index = skip; index < parts.length; index++) {
-      const part = parts[index]!;
-      const isLast = index === parts.length - 1;
-      const keyboard = isLast && message.buttons ? this.keyboard(message.buttons) : undefined;
-      let id: string | null = null;
-      if (index === 0 && message.editMessageId) {
-        id = await editedOrNull(
-          () =>
-            this.editText(target, platformMessageId(message.editMessageId!), part, message.format, keyboard),
-          message.editMessageId,
-        );
-      }
-      if (id === null) {
-        await this.pacer?.wait(target.chatId);
-        id = await this.sendText(target, part, message.format, keyboard, index === 0);
-      }
-      messageIds.push(id);
-      progress?.onPartSent(index, id);
-    }
-    return { messageIds };
+    return sendParts(
+      target,
+      message,
+      {
+        limit: LIMIT,
+        render: (text, format) => (format === "plain" ? text : renderMarkdown(text, "telegram-html")),
+        pacer: this.pacer,
+        markup: (buttons) => this.keyboard(buttons),
+        edit: (messageId, part, keyboard) =>
+          this.editText(target, platformMessageId(messageId), part, message.format, keyboard),
+        post: (part, keyboard, first) => this.sendText(target, part, message.format, keyboard, first),
+      },
+      progress,
+    );
   }
 
   private async sendText(
     target: ReplyTarget,
-    part: { formatted: string; plain: string },
+    part: RenderedPart,
     format: OutboundMessage["format"],
     keyboard: InlineKeyboard | undefined,
     threaded: boolean,
@@ -258,23 +243,24 @@ export class TelegramChannel implements ChannelAdapter {
         : {}),
       ...(keyboard ? { reply_markup: keyboard } : {}),
     };
+    const sendPlain = async () =>
+      (await this.bot.api.sendMessage(target.chatId, part.plain, base)).message_id;
     try {
-      if (format === "plain")
-        return String((await this.bot.api.sendMessage(target.chatId, part.plain, base)).message_id);
-      try {
-        const sent = await this.bot.api.sendMessage(target.chatId, part.formatted, {
-          ...base,
-          parse_mode: "HTML",
-        });
-        return String(sent.message_id);
-      } catch (error) {
-        if (!isFormattingRejection(error)) throw error;
-        this.deps.logger.warn(
-          { channel: this.name },
-          "Telegram rejected the formatting; resending as plain text",
-        );
-        return String((await this.bot.api.sendMessage(target.chatId, part.plain, base)).message_id);
-      }
+      if (format === "plain") return String(await sendPlain());
+      const sent = await formattedOrPlain(
+        async () =>
+          (await this.bot.api.sendMessage(target.chatId, part.formatted, { ...base, parse_mode: "HTML" }))
+            .message_id,
+        () => {
+          this.deps.logger.warn(
+            { channel: this.name },
+            "Telegram rejected the formatting; resending as plain text",
+          );
+          return sendPlain();
+        },
+        isFormattingRejection,
+      );
+      return String(sent);
     } catch (error) {
       throw toSendError(error);
     }
@@ -283,24 +269,23 @@ export class TelegramChannel implements ChannelAdapter {
   private async editText(
     target: ReplyTarget,
     messageId: number,
-    part: { formatted: string; plain: string },
+    part: RenderedPart,
     format: OutboundMessage["format"],
     keyboard?: InlineKeyboard,
   ): Promise<void> {
     const base = keyboard ? { reply_markup: keyboard } : {};
     try {
-      try {
-        if (format === "plain")
-          await this.bot.api.editMessageText(target.chatId, messageId, part.plain, base);
-        else
-          await this.bot.api.editMessageText(target.chatId, messageId, part.formatted, {
-            ...base,
-            parse_mode: "HTML",
-          });
-      } catch (error) {
-        if (!isFormattingRejection(error)) throw error;
-        await this.bot.api.editMessageText(target.chatId, messageId, part.plain, base);
-      }
+      await formattedOrPlain(
+        () =>
+          format === "plain"
+            ? this.bot.api.editMessageText(target.chatId, messageId, part.plain, base)
+            : this.bot.api.editMessageText(target.chatId, messageId, part.formatted, {
+                ...base,
+                parse_mode: "HTML",
+              }),
+        () => this.bot.api.editMessageText(target.chatId, messageId, part.plain, base),
+        isFormattingRejection,
+      );
     } catch (error) {
       if (error instanceof GrammyError && /message is not modified/i.test(error.description)) return;
       throw toSendError(error);
