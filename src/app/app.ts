@@ -10,10 +10,12 @@ import { denyAllApprovals } from "../core/approvals.js";
 import { builtinCommands } from "../core/builtin-commands.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { CommandRegistry } from "../core/commands.js";
+import { Delegation } from "../core/delegation.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
 import { Router } from "../core/router.js";
+import { Subagents } from "../core/subagents.js";
 import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
 import { registerHealthRoutes } from "../http/health.js";
 import { HttpServer } from "../http/server.js";
@@ -25,6 +27,7 @@ import { createRedactor, type Redactor } from "../security/redact.js";
 import { requireSandboxStatus, type SandboxStatus } from "../security/sandbox.js";
 import { HostAllowList } from "../security/ssrf-address.js";
 import { Store } from "../store/index.js";
+import { TaskRepository } from "../store/tasks.js";
 import type { Tool } from "../tools/define-tool.js";
 import { builtinTools } from "../tools/index.js";
 import { ToolRegistry } from "../tools/registry.js";
@@ -87,6 +90,7 @@ export class MagpieApp {
   readonly agents: AgentDirectory;
   readonly outbox: OutboxWorker;
   readonly router: Router;
+  readonly subagents: Subagents;
   readonly http: HttpServer;
   readonly adapters = new Map<string, ChannelAdapter>();
   readonly context: AppContext;
@@ -159,6 +163,27 @@ export class MagpieApp {
         guestToolSet: config.security.guestToolSet,
       },
     });
+    services.delegation = new Delegation({
+      engine: this.router.engine,
+      agents: this.agents,
+      maxDepth: config.agent.maxDelegationDepth,
+    });
+    this.subagents = new Subagents({
+      engine: this.router.engine,
+      agents: this.agents,
+      tasks: new TaskRepository(this.store.db),
+      clock: this.clock,
+      logger: this.logger,
+      note: (note) => void this.router.note(note),
+      notice: (target, text) => void this.router.send(target, { text }, "notice"),
+      settings: {
+        maxSubagents: config.agent.maxSubagents,
+        timeoutSecs: config.agent.subagentTimeoutSecs,
+        maxIterations: config.agent.subagentMaxIterations,
+      },
+    });
+    services.subagents = this.subagents;
+    this.stopTasks.push(() => this.subagents.shutdown());
     this.commands.register(
       ...builtinCommands({
         commands: this.commands,
@@ -175,6 +200,8 @@ export class MagpieApp {
         stop: (sessionKey) => this.router.stop(sessionKey),
         onReset: (sessionKey) => this.tools.scratch.clear(sessionKey),
         sandbox: () => this.sandbox,
+        tasks: this.subagents,
+        clock: this.clock,
       }),
     );
     this.http = new HttpServer(this.logger);
@@ -221,6 +248,7 @@ export class MagpieApp {
       throw error;
     }
     this.router.recover();
+    this.subagents.recover();
     this.outbox.start();
     for (const feature of this.options.features ?? defaultFeatures) await feature.start?.(this.context);
     this.started = true;

@@ -1,6 +1,7 @@
 import type { Store } from "../store/index.js";
 import type { AgentDirectory } from "./agents.js";
 import type { CommandRegistry, SlashCommand } from "./commands.js";
+import type { TaskControl } from "./subagents.js";
 import type { ChannelAdapter } from "./types.js";
 
 export interface BuiltinCommandDeps {
@@ -16,6 +17,9 @@ export interface BuiltinCommandDeps {
   sandbox?: () => { active: boolean; reason: string } | null;
   /** Extra clean-up when a session is reset (tool scratch state). */
   onReset?: (sessionKey: string) => void;
+  /** Background subagents, for /tasks and /stop. */
+  tasks?: TaskControl;
+  clock?: { now(): number };
 }
 
 function sandboxLine(status: { active: boolean; reason: string } | null): string {
@@ -25,7 +29,7 @@ function sandboxLine(status: { active: boolean; reason: string } | null): string
     : `Sandbox: OFF, shell and git run unsandboxed (${status.reason}).`;
 }
 
-/** /help /start /status /reset /stop — deterministic, no LLM needed. */
+/** /help /start /status /reset /stop /tasks — deterministic, no LLM needed. */
 export function builtinCommands(deps: BuiltinCommandDeps): SlashCommand[] {
   const help: SlashCommand = {
     name: "help",
@@ -84,16 +88,57 @@ export function builtinCommands(deps: BuiltinCommandDeps): SlashCommand[] {
     },
     {
       name: "stop",
-      description: "Stop the running request in this chat",
-      run: ({ sessionKey }) => {
+      usage: "stop [task_id]",
+      description: "Stop the running request and background tasks in this chat (or one task)",
+      run: ({ sessionKey, args }) => {
+        if (args) {
+          if (deps.tasks?.cancel(sessionKey, args)) return `Cancelled task ${args}.`;
+          return `No running task "${args}" in this chat. /tasks lists them.`;
+        }
         const { aborted, dropped } = deps.stop(sessionKey);
-        if (!aborted && dropped === 0) return "Nothing is running.";
-        return dropped > 0
-          ? `Stopped (and dropped ${dropped} queued message${dropped > 1 ? "s" : ""}).`
-          : "Stopped.";
+        const cancelled = deps.tasks?.cancelSession(sessionKey) ?? [];
+        if (!aborted && dropped === 0 && cancelled.length === 0) return "Nothing is running.";
+        const parts = [
+          dropped > 0 ? `dropped ${plural(dropped, "queued message")}` : "",
+          cancelled.length > 0
+            ? `cancelled ${plural(cancelled.length, "background task")}: ${cancelled.map((task) => task.id).join(", ")}`
+            : "",
+        ].filter(Boolean);
+        return parts.length > 0 ? `Stopped (and ${parts.join("; ")}).` : "Stopped.";
+      },
+    },
+    {
+      name: "tasks",
+      description: "Background tasks of this chat: running and recent",
+      run: ({ sessionKey }) => {
+        const tasks = deps.tasks?.list(sessionKey) ?? [];
+        if (tasks.length === 0) return "No background tasks in this chat.";
+        const now = deps.clock?.now() ?? Date.now();
+        const lines = tasks.map((task) => {
+          const name = task.label ? `${task.id} (${task.label})` : task.id;
+          if (task.status === "running")
+            return `▶ ${name} — running for ${formatDuration(now - task.startedAt)}`;
+          const took =
+            task.finishedAt !== undefined ? ` after ${formatDuration(task.finishedAt - task.startedAt)}` : "";
+          const excerpt = task.resultExcerpt ? `: ${oneLine(task.resultExcerpt, 120)}` : "";
+          return `· ${name} — ${task.status}${took}${excerpt}`;
+        });
+        return {
+          text: `Background tasks:\n${lines.join("\n")}\n/stop <task_id> cancels a running one.`,
+          format: "plain",
+        };
       },
     },
   ];
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+function oneLine(text: string, max: number): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
 function formatDuration(ms: number): string {

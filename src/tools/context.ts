@@ -1,6 +1,8 @@
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
 import type { ApprovalDecision } from "../core/approvals.js";
+import type { DelegationPort } from "../core/delegation.js";
+import type { SubagentsPort } from "../core/subagents.js";
 import type { ToolCallContext } from "../core/tool-runtime.js";
 import type { Redactor } from "../security/redact.js";
 import type { Store } from "../store/index.js";
@@ -12,6 +14,10 @@ import type { Store } from "../store/index.js";
 export interface ToolServices {
   store: Store;
   redactor: Redactor;
+  /** `delegate`: runs a turn of another agent inside the caller's. */
+  delegation?: DelegationPort;
+  /** `spawn`: background subagents. */
+  subagents?: SubagentsPort;
   /** Extra named services registered by features; typed access goes through their own modules. */
   [name: string]: unknown;
 }

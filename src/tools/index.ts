@@ -7,6 +7,7 @@ import { cronRunTool } from "./cron-run.js";
 import { cronRunsTool } from "./cron-runs.js";
 import { cronUpdateTool } from "./cron-update.js";
 import type { Tool } from "./define-tool.js";
+import { delegateTool } from "./delegate.js";
 import { fileAppendTool } from "./file-append.js";
 import { fileEditTool } from "./file-edit.js";
 import { fileFindTool } from "./file-find.js";
@@ -24,6 +25,7 @@ import { messageTool } from "./message.js";
 import { pushoverTool } from "./pushover.js";
 import { scheduleTool } from "./schedule.js";
 import { shellTool } from "./shell.js";
+import { spawnTool } from "./spawn.js";
 import { spillReadTool } from "./spill-read.js";
 import { webFetchTool } from "./web-fetch.js";
 import { webSearchTool } from "./web-search.js";
@@ -61,4 +63,6 @@ export const builtinTools: Tool[] = [
   messageTool,
   pushoverTool,
   attachmentSaveTool,
+  delegateTool,
+  spawnTool,
 ];

@@ -136,10 +136,18 @@ export class ToolRegistry implements ToolRuntime {
   ): Promise<ToolOutput> {
     const name = call.function.name;
     const tool = this.tools.get(name);
-    if (!tool || !allowedTools.includes(name)) {
+    if (!tool) {
       throw new ToolError(
         "tool.not_available",
         `There is no tool named '${name}' available here. Available tools: ${allowedTools.join(", ") || "none"}.`,
+      );
+    }
+    // Checked at dispatch, not only by which schemas were offered: a turn cannot name its way out of its set.
+    const forbidden = callContext.origin === "spawn" && NEVER_FOR_SUBAGENTS.some((rule) => rule.test(name));
+    if (forbidden || !allowedTools.includes(name)) {
+      throw new GuardRefusal(
+        "tool.not_in_tool_set",
+        `'${name}' is not in this turn's tool set${callContext.origin === "user" ? "" : ` (a ${callContext.origin} turn)`}; nothing was done. Tools you may use: ${allowedTools.join(", ") || "none"}.`,
       );
     }
     let rawInput: unknown;

@@ -21,6 +21,8 @@ export const NEVER_FOR_SUBAGENTS = [
   /^composio$/,
   /^browser/,
   /^pushover$/,
+  /^ask_question$/,
+  /^mcp__/,
 ];
 
 /** Always available when a turn has any tools: reading spilled output back. */

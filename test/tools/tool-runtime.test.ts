@@ -96,8 +96,16 @@ describe("tool registry", () => {
     expect(JSON.parse(missing).error).toMatchObject({ code: "tool.invalid_arguments" });
     expect(JSON.parse(missing).error.message).toContain("text:");
     const notGranted = await registry.execute(call("big", {}), ["leaky"], context);
-    expect(JSON.parse(notGranted).error.code).toBe("tool.not_available");
-    expect(store.audit.recent(10).map((entry) => entry.outcome)).toEqual(["error", "error", "error"]);
+    expect(JSON.parse(notGranted).error.code).toBe("tool.not_in_tool_set");
+    const unknown = await registry.execute(call("nonexistent", {}), ["leaky"], context);
+    expect(JSON.parse(unknown).error.code).toBe("tool.not_available");
+    // A registered tool outside the turn's set is refused (verdict deny); an unknown name is an error.
+    expect(store.audit.recent(10).map((entry) => `${entry.verdict}/${entry.outcome}`)).toEqual([
+      "allow/error",
+      "deny/denied",
+      "allow/error",
+      "allow/error",
+    ]);
   });
 
   it("asks for approval when security.approvals.require names the tool, and refuses when denied", async () => {

@@ -37,6 +37,14 @@ export const agentLimitsSchema = z
     systemPrompt: z.string().optional(),
     /** Stream replies as an edited draft on channels that can edit messages. */
     streaming: z.boolean().default(true),
+    /** Nested `delegate` calls that may run (a turn nobody delegated is depth 0); 0 turns delegation off. */
+    maxDelegationDepth: z.number().int().min(0).default(3),
+    /** Background subagents (`spawn`) running at once; more are refused until one ends. 0 turns spawn off. */
+    maxSubagents: z.number().int().min(0).default(2),
+    /** A subagent still running after this many seconds is stopped and reported as timed out. */
+    subagentTimeoutSecs: z.number().positive().default(600),
+    /** LLM ⇄ tool rounds a subagent may take. */
+    subagentMaxIterations: positiveInt.default(15),
     /** Automatic memory recall before each turn (src/memory). */
     recall: z
       .strictObject({

@@ -6,6 +6,7 @@ import { schedulerMigration } from "./004-scheduler.js";
 import { approvalsMigration } from "./005-approvals.js";
 import { jobAuthorityMigration } from "./006-job-authority.js";
 import { memoryVisibilityMigration } from "./007-memory-visibility.js";
+import { tasksMigration } from "./008-tasks.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
 export interface Migration {
@@ -26,4 +27,5 @@ export const migrations: Migration[] = [
   approvalsMigration,
   jobAuthorityMigration,
   memoryVisibilityMigration,
+  tasksMigration,
 ];
