@@ -13,6 +13,7 @@ import { CommandRegistry } from "../core/commands.js";
 import { Delegation } from "../core/delegation.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
+import type { MessageInterceptor } from "../core/intake.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
 import { Router } from "../core/router.js";
 import { Subagents } from "../core/subagents.js";
@@ -28,7 +29,7 @@ import { requireSandboxStatus, type SandboxStatus } from "../security/sandbox.js
 import { HostAllowList } from "../security/ssrf-address.js";
 import { Store } from "../store/index.js";
 import { TaskRepository } from "../store/tasks.js";
-import type { Tool } from "../tools/define-tool.js";
+import { type Tool, ToolError } from "../tools/define-tool.js";
 import { builtinTools } from "../tools/index.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { SpillStore } from "../tools/spill.js";
@@ -98,6 +99,7 @@ export class MagpieApp {
 
   private readonly hooks: AgentHooks[] = [];
   private readonly buttonHandlers: ButtonHandler[] = [];
+  private readonly interceptors: MessageInterceptor[] = [];
   private readonly stopTasks: Array<() => void | Promise<void>> = [];
   private access: AccessControl = consoleOnlyAccess;
   private approvals: ApprovalGate = denyAllApprovals;
@@ -127,7 +129,15 @@ export class MagpieApp {
       config,
       logger: this.logger,
       services,
-      approvals: { request: (request) => this.approvals.request(request) },
+      approvals: {
+        request: (request) => this.approvals.request(request),
+        ask: (request) =>
+          this.approvals.ask
+            ? this.approvals.ask(request)
+            : Promise.reject(
+                new ToolError("question.unavailable", "Questions are not available in this Magpie."),
+              ),
+      },
       spill: services.spill as SpillStore,
     });
     this.tools.register(...builtinTools, ...(options.extraTools ?? []));
@@ -152,6 +162,7 @@ export class MagpieApp {
       authority: () => this.authority,
       hooks: () => this.hooks,
       buttonHandlers: () => this.buttonHandlers,
+      interceptors: () => this.interceptors,
       settings: {
         maxIterations: config.agent.maxIterations,
         maxConcurrentTurns: config.agent.maxConcurrentTurns,
@@ -318,6 +329,7 @@ export class MagpieApp {
       channels: this.adapters,
       addHooks: (hooks) => void this.hooks.push(hooks),
       addButtonHandler: (handler) => void this.buttonHandlers.push(handler),
+      addMessageInterceptor: (interceptor) => void this.interceptors.push(interceptor),
       setAccessControl: (access) => {
         this.access = access;
       },

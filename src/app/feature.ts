@@ -6,6 +6,7 @@ import type { ApprovalGate } from "../core/approvals.js";
 import type { CommandRegistry } from "../core/commands.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
+import type { MessageInterceptor } from "../core/intake.js";
 import type { IsolatedRunInput, IsolatedRunResult } from "../core/router.js";
 import type { ButtonHandler, ChannelAdapter, OutboundMessage, ReplyTarget } from "../core/types.js";
 import type { ChatModel } from "../llm/types.js";
@@ -56,6 +57,8 @@ export interface AppContext {
   channels: ReadonlyMap<string, ChannelAdapter>;
   addHooks(hooks: AgentHooks): void;
   addButtonHandler(handler: ButtonHandler): void;
+  /** Claims messages before they queue for a turn (typed answers to pending questions). */
+  addMessageInterceptor(interceptor: MessageInterceptor): void;
   setAccessControl(access: AccessControl): void;
   setApprovalGate(gate: ApprovalGate): void;
   /** Installs who-is-owner (the access feature); features read it through `authority()`. */

@@ -18,9 +18,33 @@ export interface ApprovalRequest {
   signal?: AbortSignal;
 }
 
-/** Pauses a turn until the owner approves or denies an action (timeout = deny). */
+/** A question put to a person in chat (`ask_question`). */
+export interface QuestionRequest {
+  sessionKey: string;
+  /** The chat it is asked in. */
+  target: ReplyTarget;
+  /** Who may answer: this person; when an owner, any owner of the channel. */
+  askedOf: SenderIdentity;
+  prompt: string;
+  options: Array<{ id: string; label: string }>;
+  suggestedAnswer?: string;
+  allowCustom: boolean;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+export type QuestionAnswer =
+  | { answer: string; option_id?: string }
+  | { answer: null; reason: "timeout" | "cancelled" };
+
+/**
+ * Pauses a turn until a person answers (DESIGN.md: approvals and questions are one mechanism): an owner approves
+ * or denies an action (timeout = deny), or someone answers a question.
+ */
 export interface ApprovalGate {
   request(request: ApprovalRequest): Promise<ApprovalDecision>;
+  /** Asks a question in chat; absent where no chat flow is wired. */
+  ask?(request: QuestionRequest): Promise<QuestionAnswer>;
 }
 
 /** Used when no approval flow is wired: everything that asks is denied. */

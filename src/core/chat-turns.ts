@@ -134,8 +134,10 @@ export class ChatTurns {
       });
       const draftId = await preview?.finish();
       if (outcome.status === "aborted" && signal.reason === "shutdown") {
-        // Checkpoint: the turn is re-run after the restart instead of being lost.
-        store.inbox.setStatus(inboxIds, "pending", clock.now());
+        // Checkpoint: the turn is re-run after the restart instead of being lost — unless it was waiting for a
+        // person: asking again after a restart would surprise them, so it stays cut off and the restart
+        // reports it once ("interrupted").
+        if (!outcome.stoppedWhileWaiting) store.inbox.setStatus(inboxIds, "pending", clock.now());
         return;
       }
       const reply = outcome.status === "aborted" ? "" : outcome.reply;

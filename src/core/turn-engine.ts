@@ -36,6 +36,8 @@ export interface TurnEngineOptions {
 export interface TurnResult extends TurnOutcome {
   /** The tools the turn was offered (and allowed to dispatch). */
   toolNames: string[];
+  /** The turn was stopped while it waited for a person (an approval or a question). */
+  stoppedWhileWaiting?: boolean;
 }
 
 /**
@@ -161,6 +163,21 @@ export class TurnEngine {
       recalled,
       toolNames,
     });
+    let waitingNow = false;
+    let stoppedWhileWaiting = false;
+    const whileWaiting = async <T>(wait: () => Promise<T>): Promise<T> => {
+      waitingNow = true;
+      const onAbort = () => {
+        if (waitingNow) stoppedWhileWaiting = true;
+      };
+      request.signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        return await slot.whileWaiting(wait);
+      } finally {
+        waitingNow = false;
+        request.signal.removeEventListener("abort", onAbort);
+      }
+    };
     const outcome = await runAgentTurn(
       {
         model: this.options.model!,
@@ -186,13 +203,13 @@ export class TurnEngine {
           ...(request.approver ? { approver: request.approver } : {}),
           signal: request.signal,
           depth: request.depth,
-          whileWaiting: (wait) => slot.whileWaiting(wait),
+          whileWaiting,
           slot,
         },
         onTextDelta: request.onTextDelta,
       },
     );
-    return { ...outcome, toolNames };
+    return { ...outcome, toolNames, ...(stoppedWhileWaiting ? { stoppedWhileWaiting } : {}) };
   }
 }
 

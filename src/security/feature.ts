@@ -1,6 +1,7 @@
 import type { MagpieFeature } from "../app/feature.js";
 import { approvalCommands } from "./approval-commands.js";
 import { ChatApprovalGate } from "./approval-gate.js";
+import { QuestionGate } from "./question-gate.js";
 
 /** Approvals in chat: the gate (buttons + /approve, /deny), wired into the tool registry's approval port. */
 export const securityFeature: MagpieFeature = {
@@ -13,9 +14,24 @@ export const securityFeature: MagpieFeature = {
       redactor: app.redactor,
       authority: () => app.authority(),
     });
-    app.setApprovalGate(gate);
+    const questions = new QuestionGate({
+      db: app.store.db,
+      messenger: app.messenger,
+      logger: app.logger,
+      authority: () => app.authority(),
+    });
+    // Approvals and questions: one port the tool registry asks through.
+    app.setApprovalGate({
+      request: (request) => gate.request(request),
+      ask: (request) => questions.ask(request),
+    });
     app.addButtonHandler((press) => gate.handleButton(press));
+    app.addButtonHandler((press) => questions.handleButton(press));
+    app.addMessageInterceptor((message, sessionKey, sender) =>
+      questions.answerFromMessage(message, sessionKey, sender),
+    );
     app.commands.register(...approvalCommands(gate));
     app.services.approvals = gate;
+    app.services.questions = questions;
   },
 };

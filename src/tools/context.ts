@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
-import type { ApprovalDecision } from "../core/approvals.js";
+import type { ApprovalDecision, QuestionAnswer, QuestionRequest } from "../core/approvals.js";
 import type { DelegationPort } from "../core/delegation.js";
 import type { SubagentsPort } from "../core/subagents.js";
 import type { ToolCallContext } from "../core/tool-runtime.js";
@@ -59,4 +59,11 @@ export interface ToolContext extends ToolCallContext {
    * (`guard:warn`, a tool name or `risk:<level>`); resolves "approved" without asking when not required.
    */
   requireApproval(action: string, reason: string): Promise<ApprovalDecision>;
+  /**
+   * Asks the person of this turn a question in its chat and waits (without holding a turn slot) for the
+   * answer; refused where no one can be asked (a job, a subagent).
+   */
+  ask(
+    question: Omit<QuestionRequest, "sessionKey" | "target" | "askedOf" | "signal">,
+  ): Promise<QuestionAnswer>;
 }

@@ -1,4 +1,5 @@
 import { applyPatchTool } from "./apply-patch.js";
+import { askQuestionTool } from "./ask-question.js";
 import { attachmentSaveTool } from "./attachment-save.js";
 import { cronAddTool } from "./cron-add.js";
 import { cronListTool } from "./cron-list.js";
@@ -63,6 +64,7 @@ export const builtinTools: Tool[] = [
   messageTool,
   pushoverTool,
   attachmentSaveTool,
+  askQuestionTool,
   delegateTool,
   spawnTool,
 ];

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
-import type { ApprovalDecision, ApprovalGate } from "../core/approvals.js";
+import type { ApprovalDecision, ApprovalGate, QuestionAnswer } from "../core/approvals.js";
 import { errorMessage } from "../core/errors.js";
 import type { ToolCallContext, ToolRuntime } from "../core/tool-runtime.js";
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
@@ -175,6 +175,7 @@ export class ToolRegistry implements ToolRuntime {
       allowedTools,
       warn: (message) => warnings.push(message),
       requireApproval: (action, reason) => this.requireApproval(tool, action, reason, callContext, audit),
+      ask: (question) => this.ask(question, callContext),
     };
     const approval = await this.requireApproval(
       tool,
@@ -185,6 +186,30 @@ export class ToolRegistry implements ToolRuntime {
     );
     if (approval !== "approved") throw approvalError(name, approval);
     return await tool.execute(parsed.data, context);
+  }
+
+  /** Puts a question to this turn's person in its chat; the wait holds no turn slot. */
+  private async ask(
+    question: Parameters<ToolContext["ask"]>[0],
+    callContext: ToolCallContext,
+  ): Promise<QuestionAnswer> {
+    const ask = this.options.approvals.ask;
+    // Someone must be there: the chat's own turn (an owner's or a guest's), not a job or a subagent.
+    if (
+      !ask ||
+      !(callContext.origin === "user" || callContext.origin === "event" || callContext.origin === "delegate")
+    )
+      throw noOneToAsk(callContext.origin);
+    if (callContext.origin === "delegate" && !callContext.canAsk) throw noOneToAsk(callContext.origin);
+    const run = () =>
+      ask({
+        ...question,
+        sessionKey: callContext.sessionKey,
+        target: callContext.approver?.target ?? callContext.target,
+        askedOf: callContext.approver?.identity ?? callContext.sender,
+        signal: callContext.signal,
+      });
+    return callContext.whileWaiting ? callContext.whileWaiting(run) : run();
   }
 
   /** Asks for approval when `security.approvals.require` lists the tool, its risk, or the given reason. */
@@ -225,6 +250,13 @@ export class ToolRegistry implements ToolRuntime {
     if (decision !== "approved") audit.outcome = "denied";
     return decision;
   }
+}
+
+function noOneToAsk(origin: string): ToolError {
+  return new GuardRefusal(
+    "question.no_one_to_ask",
+    `There is no one to ask in this ${origin} turn (a job or a subagent runs unattended). Decide without asking, or report the open question in your answer.`,
+  );
 }
 
 function approvalError(tool: string, decision: ApprovalDecision): ToolError {

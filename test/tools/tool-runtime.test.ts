@@ -58,7 +58,10 @@ function makeRegistry(approvalsRequire: string[] = []) {
     origin: "user" as const,
     sender: { channel: "test", userId: "owner", role: "owner" as const },
     canAsk: true,
-    approver: { target: { channel: "test", chatId: "chat" }, identity: { channel: "test", userId: "owner", role: "owner" as const } },
+    approver: {
+      target: { channel: "test", chatId: "chat" },
+      identity: { channel: "test", userId: "owner", role: "owner" as const },
+    },
   };
   return { registry, store, context, decisions };
 }

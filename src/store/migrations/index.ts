@@ -7,6 +7,7 @@ import { approvalsMigration } from "./005-approvals.js";
 import { jobAuthorityMigration } from "./006-job-authority.js";
 import { memoryVisibilityMigration } from "./007-memory-visibility.js";
 import { tasksMigration } from "./008-tasks.js";
+import { questionsMigration } from "./009-questions.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
 export interface Migration {
@@ -17,7 +18,7 @@ export interface Migration {
 
 /**
  * Every migration, in order. Numbers are reserved per feature so parallel work never collides:
- * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals.
+ * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals, 006 job authority, 007 memory visibility, 008 tasks (subagents), 009 questions.
  */
 export const migrations: Migration[] = [
   coreMigration,
@@ -28,4 +29,5 @@ export const migrations: Migration[] = [
   jobAuthorityMigration,
   memoryVisibilityMigration,
   tasksMigration,
+  questionsMigration,
 ];
