@@ -78,8 +78,10 @@ export class QuestionGate {
         cleanup: () => request.signal?.removeEventListener("abort", onAbort),
       });
     });
-    const lines = [revealInvisible(request.prompt)];
-    request.options.forEach((option, index) => lines.push(`${index + 1}. ${revealInvisible(option.label)}`));
+    const lines = [
+      revealInvisible(request.prompt),
+      ...request.options.map((option, index) => `${index + 1}. ${revealInvisible(option.label)}`),
+    ];
     const how = request.options.length
       ? `Reply with a number or a label${request.allowCustom ? ", or write your own answer" : ""}.`
       : "Reply with your answer.";
