@@ -65,8 +65,10 @@ export class Delegation implements DelegationPort {
       target: caller.target,
       text,
       channel: caller.target.channel,
-      isDirect: true,
+      isDirect: caller.isDirect ?? true,
       depth,
+      // A job creator's limit holds through delegation too.
+      ...(caller.toolLimit ? { toolLimit: caller.toolLimit } : {}),
       canAsk: caller.canAsk,
       ...(caller.approver ? { approver: caller.approver } : {}),
       signal: caller.signal,

@@ -34,6 +34,10 @@ export interface ToolCallContext {
   whileWaiting?<T>(wait: () => Promise<T>): Promise<T>;
   /** The turn's slot: a delegated turn runs inside it. */
   slot?: TurnSlot;
+  /** The upper bound on tools the turn carries (a job creator's set): a delegated turn inherits it. */
+  toolLimit?: readonly string[];
+  /** The chat is a direct message (for the system prompt of turns started from this one). */
+  isDirect?: boolean;
 }
 
 export interface Approver {

@@ -204,6 +204,8 @@ export class TurnEngine {
           signal: request.signal,
           depth: request.depth,
           whileWaiting,
+          ...(request.toolLimit ? { toolLimit: request.toolLimit } : {}),
+          isDirect: request.isDirect,
           slot,
         },
         onTextDelta: request.onTextDelta,

@@ -65,6 +65,8 @@ export function createJobExecutor(deps: {
         sessionKey: `cron:${job.id}:${runId}`,
         target: jobTarget(job),
         toolSet: promptJobToolSet(job, (toolSet) => deps.tools.resolveToolSet(toolSet)),
+        // The creator's tools bound the run and anything it delegates to.
+        ...(job.creator.toolNames ? { toolLimit: job.creator.toolNames } : {}),
         signal,
         origin: "schedule",
         sender,
