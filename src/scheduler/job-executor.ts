@@ -1,6 +1,6 @@
 import type { AgentRunner } from "../app/feature.js";
 import type { AuthorityPort } from "../core/identity.js";
-import type { Approver, ToolRuntime } from "../core/tool-runtime.js";
+import type { ToolRuntime } from "../core/tool-runtime.js";
 import type { ReplyTarget } from "../core/types.js";
 import type { Job } from "./job.js";
 import { jobApprover, promptJobToolSet, runRefusal } from "./job-authority.js";
