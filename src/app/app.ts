@@ -16,6 +16,7 @@ import type { AuthorityPort } from "../core/identity.js";
 import type { MessageInterceptor } from "../core/intake.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
 import { Router } from "../core/router.js";
+import type { SpendPort } from "../core/spend.js";
 import { Subagents } from "../core/subagents.js";
 import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
 import { registerHealthRoutes } from "../http/health.js";
@@ -104,6 +105,7 @@ export class MagpieApp {
   private access: AccessControl = consoleOnlyAccess;
   private approvals: ApprovalGate = denyAllApprovals;
   private authority: AuthorityPort = consoleOnlyAuthority;
+  private spend: SpendPort | null = null;
   private started = false;
   private sandbox: SandboxStatus | null = null;
   private stopping: Promise<void> | null = null;
@@ -160,9 +162,11 @@ export class MagpieApp {
       adapters: () => this.adapters,
       access: () => this.access,
       authority: () => this.authority,
+
       hooks: () => this.hooks,
       buttonHandlers: () => this.buttonHandlers,
       interceptors: () => this.interceptors,
+      spend: () => this.spend,
       settings: {
         maxIterations: config.agent.maxIterations,
         maxConcurrentTurns: config.agent.maxConcurrentTurns,
@@ -172,6 +176,7 @@ export class MagpieApp {
         llm: { baseUrl: config.llm.baseUrl, timeoutMs: config.llm.timeoutMs },
         streaming: config.agent.streaming,
         guestToolSet: config.security.guestToolSet,
+        textToolCalls: config.llm.textToolCalls,
       },
     });
     services.delegation = new Delegation({
@@ -338,6 +343,9 @@ export class MagpieApp {
       },
       setAuthority: (authority) => {
         this.authority = authority;
+      },
+      setSpendPort: (spend) => {
+        this.spend = spend;
       },
       authority: () => this.authority,
       onStop: (task) => void this.stopTasks.push(task),

@@ -8,6 +8,7 @@ import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { MessageInterceptor } from "../core/intake.js";
 import type { IsolatedRunInput, IsolatedRunResult } from "../core/router.js";
+import type { SpendPort } from "../core/spend.js";
 import type { ButtonHandler, ChannelAdapter, OutboundMessage, ReplyTarget } from "../core/types.js";
 import type { ChatModel } from "../llm/types.js";
 import type { Redactor } from "../security/redact.js";
@@ -64,6 +65,8 @@ export interface AppContext {
   /** Installs who-is-owner (the access feature); features read it through `authority()`. */
   setAuthority(authority: AuthorityPort): void;
   authority(): AuthorityPort;
+  /** Installs the budget check and usage ledger asked around every LLM call (the usage feature). */
+  setSpendPort(spend: SpendPort): void;
   /** Runs `task` when the app stops (reverse order of registration). */
   onStop(task: () => void | Promise<void>): void;
 }

@@ -3,6 +3,7 @@ import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents
 import { channelsSchema } from "./sections/channels.js";
 import { securitySchema } from "./sections/security.js";
 import {
+  budgetsSchema,
   cronSchema,
   hardwareSchema,
   httpSchema,
@@ -20,6 +21,7 @@ export const configSchema = z.strictObject({
   timezone: z.string().min(1).optional(),
   http: httpSchema,
   llm: llmSchema,
+  budgets: budgetsSchema,
   agent: agentLimitsSchema,
   agents: agentsSchema.optional(),
   routes: routesSchema,

@@ -1,7 +1,10 @@
 import type { Logger } from "pino";
 import { describeLlmError } from "../llm/errors.js";
-import type { ChatMessage, ChatModel } from "../llm/types.js";
+import { estimateMessageTokens } from "../llm/tokens.js";
+import type { ChatMessage, ChatModel, CompletionResult, ToolCall } from "../llm/types.js";
 import type { AgentProfile } from "./agents.js";
+import type { SpendPort, SpendScope } from "./spend.js";
+import { parseTextToolCalls } from "./text-tool-calls.js";
 import type { ToolCallContext, ToolRuntime } from "./tool-runtime.js";
 
 export interface AgentLoopDeps {
@@ -11,19 +14,27 @@ export interface AgentLoopDeps {
   maxIterations: number;
   /** For user-facing LLM error messages. */
   llm: { baseUrl?: string; timeoutMs: number };
+  /** Budget check before, usage ledger after every LLM call; null when neither is set up. */
+  spend?: SpendPort | null;
+  /** `llm.textToolCalls`: also accept tool calls written in the answer text. */
+  textToolCalls?: boolean;
 }
 
 export interface TurnInput {
   agent: AgentProfile;
+  /** The model to ask (a chat's `/model` choice); default the agent's. */
+  model?: string;
   systemPrompt: string;
   history: ChatMessage[];
   userText: string;
   toolNames: string[];
   context: ToolCallContext;
+  /** What the turn's LLM calls count against (budgets, ledger). */
+  spendScope?: SpendScope;
   onTextDelta?: (delta: string) => void;
 }
 
-export type TurnStatus = "ok" | "error" | "aborted" | "max_iterations";
+export type TurnStatus = "ok" | "error" | "aborted" | "max_iterations" | "budget" | "loop";
 
 export interface TurnOutcome {
   status: TurnStatus;
@@ -36,32 +47,54 @@ export interface TurnOutcome {
   errorCode?: string;
 }
 
+/** The same call (name and arguments) this many times in one turn ends it: a model stuck in a loop. */
+const LOOP_LIMIT = 3;
+
 /**
  * One agent turn: system prompt + history + user text → LLM → tool calls … until a final answer or
- * `maxIterations`. Never throws: LLM failures become a short reply, tool failures go back to the model.
+ * `maxIterations`. Before each LLM call the budgets are checked (a call at or past a cap is not made), after it
+ * the usage is recorded. Never throws: LLM failures become a short reply, tool failures go back to the model.
  */
 export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promise<TurnOutcome> {
   const { signal } = input.context;
   const userMessage: ChatMessage = { role: "user", content: input.userText };
   const newMessages: ChatMessage[] = [userMessage];
   const specs = deps.tools.specs(input.toolNames);
+  const model = input.model ?? input.agent.model;
+  const seenCalls = new Map<string, number>();
   let toolCalls = 0;
+  let fallbackModel: string | null = null;
 
   for (let iteration = 1; iteration <= deps.maxIterations; iteration++) {
     if (signal.aborted) return aborted(userMessage, iteration - 1, toolCalls);
-    let result: Awaited<ReturnType<ChatModel["complete"]>>;
+    const messages: ChatMessage[] = [
+      { role: "system", content: input.systemPrompt },
+      ...input.history,
+      ...newMessages,
+    ];
+    if (deps.spend && input.spendScope) {
+      const decision = deps.spend.beforeCall(input.spendScope);
+      if (!decision.allowed) {
+        newMessages.push({ role: "assistant", content: decision.message });
+        return {
+          status: "budget",
+          reply: decision.message,
+          newMessages,
+          iterations: iteration - 1,
+          toolCalls,
+          errorCode: "budget.exceeded",
+        };
+      }
+    }
+    let result: CompletionResult;
     try {
       result = await deps.model.complete(
-        {
-          model: input.agent.model,
-          messages: [{ role: "system", content: input.systemPrompt }, ...input.history, ...newMessages],
-          tools: specs.length > 0 ? specs : undefined,
-        },
+        { model, messages, tools: specs.length > 0 ? specs : undefined },
         { signal, onTextDelta: input.onTextDelta },
       );
     } catch (error) {
       if (signal.aborted) return aborted(userMessage, iteration - 1, toolCalls);
-      const failure = describeLlmError(error, { ...deps.llm, model: input.agent.model });
+      const failure = describeLlmError(error, { ...deps.llm, model });
       deps.logger.warn(
         { code: failure.code, status: failure.status, err: error, session: input.context.sessionKey },
         "llm-call-failed",
@@ -75,15 +108,50 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         errorCode: failure.code,
       };
     }
+    recordUsage(deps, input, model, messages, result);
+    if (result.answeredBy?.fallback) fallbackModel = result.answeredBy.model;
+    else if (result.answeredBy) fallbackModel = null;
 
-    if (result.toolCalls.length === 0) {
-      const reply = result.content?.trim() || "(The model returned an empty answer.)";
-      newMessages.push({ role: "assistant", content: reply });
+    let calls = result.toolCalls;
+    let content = result.content;
+    if (calls.length === 0 && deps.textToolCalls && content) {
+      const parsed = parseTextToolCalls(content, `text-${iteration}`);
+      if (parsed.calls.length > 0) {
+        deps.logger.info(
+          { calls: parsed.calls.map((call) => call.function.name) },
+          "text-tool-calls-accepted",
+        );
+        calls = parsed.calls;
+        content = parsed.rest || null;
+      }
+    }
+
+    if (calls.length === 0) {
+      const answer = content?.trim() || "(The model returned an empty answer.)";
+      newMessages.push({ role: "assistant", content: answer });
+      // A reply produced by a fallback says so, in one short line (not stored in history).
+      const reply = fallbackModel ? `${answer}\n\n_via ${fallbackModel}_` : answer;
       return { status: "ok", reply, newMessages, iterations: iteration, toolCalls };
     }
 
-    newMessages.push({ role: "assistant", content: result.content, tool_calls: result.toolCalls });
-    for (const call of result.toolCalls) {
+    const looping = calls.find((call) => {
+      const key = `${call.function.name}\u0000${canonicalArguments(call.function.arguments)}`;
+      const count = (seenCalls.get(key) ?? 0) + 1;
+      seenCalls.set(key, count);
+      return count >= LOOP_LIMIT;
+    });
+    if (looping) {
+      const reply = `I stopped: the same tool call (${looping.function.name} with the same arguments) came ${LOOP_LIMIT} times in this turn, which looks like a loop. Tell me how to go on.`;
+      deps.logger.warn(
+        { tool: looping.function.name, session: input.context.sessionKey },
+        "tool-loop-stopped",
+      );
+      newMessages.push({ role: "assistant", content: reply });
+      return { status: "loop", reply, newMessages, iterations: iteration, toolCalls, errorCode: "turn.loop" };
+    }
+
+    newMessages.push({ role: "assistant", content, tool_calls: calls });
+    for (const call of calls) {
       toolCalls++;
       const output = signal.aborted
         ? JSON.stringify({ ok: false, error: { code: "tool.aborted", message: "The turn was stopped." } })
@@ -96,6 +164,59 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
   const reply = `I stopped after ${deps.maxIterations} steps (agent.maxIterations) without reaching a final answer. Tell me how to continue, or narrow the request.`;
   newMessages.push({ role: "assistant", content: reply });
   return { status: "max_iterations", reply, newMessages, iterations: deps.maxIterations, toolCalls };
+}
+
+/** Records what one call used: the provider's `usage`, or an estimate marked as one. */
+function recordUsage(
+  deps: AgentLoopDeps,
+  input: TurnInput,
+  model: string,
+  messages: ChatMessage[],
+  result: CompletionResult,
+): void {
+  if (!deps.spend || !input.spendScope) return;
+  const answered = result.answeredBy?.model ?? model;
+  try {
+    deps.spend.record(
+      input.spendScope,
+      result.usage
+        ? { kind: "chat", model: answered, ...result.usage, estimated: false }
+        : {
+            kind: "chat",
+            model: answered,
+            promptTokens: messages.reduce((sum, message) => sum + estimateMessageTokens(message), 0),
+            completionTokens: estimateMessageTokens({
+              role: "assistant",
+              content: result.content,
+              tool_calls: result.toolCalls,
+            }),
+            estimated: true,
+          },
+    );
+  } catch (error) {
+    deps.logger.error({ err: error }, "usage-record-failed");
+  }
+}
+
+/** Arguments compared by meaning: key order and whitespace don't make a call new. */
+function canonicalArguments(text: string): string {
+  try {
+    return JSON.stringify(sortKeys(JSON.parse(text || "{}")));
+  } catch {
+    return text.trim();
+  }
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.keys(value as Record<string, unknown>)
+        .sort()
+        .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
+    );
+  }
+  return value;
 }
 
 function aborted(userMessage: ChatMessage, iterations: number, toolCalls: number): TurnOutcome {
@@ -111,3 +232,5 @@ function aborted(userMessage: ChatMessage, iterations: number, toolCalls: number
     toolCalls,
   };
 }
+
+export type { ToolCall };

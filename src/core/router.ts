@@ -13,6 +13,7 @@ import { Intake, type MessageInterceptor } from "./intake.js";
 import type { OutboxWorker } from "./outbox-worker.js";
 import { recoverInbox } from "./recovery.js";
 import { SessionQueues } from "./session-queue.js";
+import type { SpendPort } from "./spend.js";
 import type { Approver, ToolRuntime } from "./tool-runtime.js";
 import { TurnEngine } from "./turn-engine.js";
 import { TurnSlots } from "./turn-slots.js";
@@ -44,6 +45,8 @@ export interface RouterOptions {
   buttonHandlers: () => readonly ButtonHandler[];
   /** Claim messages before they queue (typed answers to pending questions). */
   interceptors?: () => readonly MessageInterceptor[];
+  /** Budgets and the usage ledger (installed by the usage feature). */
+  spend?: () => SpendPort | null;
   settings: {
     maxIterations: number;
     maxConcurrentTurns: number;
@@ -55,6 +58,8 @@ export interface RouterOptions {
     streaming: boolean;
     /** `security.guestToolSet`: the most a guest's turn may use. */
     guestToolSet: string[];
+    /** `llm.textToolCalls`. */
+    textToolCalls?: boolean;
   };
 }
 
@@ -108,6 +113,7 @@ export class Router implements InboundSink {
       tools: options.tools,
       hooks: options.hooks,
       slots: this.slots,
+      spend: options.spend ?? (() => null),
       settings: {
         maxIterations: settings.maxIterations,
         historyTokens: settings.historyTokens,
@@ -115,6 +121,7 @@ export class Router implements InboundSink {
         globalPrompt: settings.globalPrompt,
         llm: settings.llm,
         guestToolSet: settings.guestToolSet,
+        textToolCalls: settings.textToolCalls ?? false,
       },
     });
     this.chats = new ChatTurns(

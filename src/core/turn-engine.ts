@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { estimateMessageTokens } from "../llm/tokens.js";
 import type { ChatMessage, ChatModel } from "../llm/types.js";
@@ -9,6 +10,7 @@ import { compactHistory, recentWithinBudget } from "./compaction.js";
 import type { AgentHooks } from "./hooks.js";
 import type { Role } from "./identity.js";
 import { NO_LLM_REPLY } from "./no-llm.js";
+import type { SpendPort } from "./spend.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import type { ToolRuntime } from "./tool-runtime.js";
 import type { TurnRequest } from "./turn-request.js";
@@ -22,6 +24,8 @@ export interface TurnEngineOptions {
   tools: ToolRuntime;
   hooks: () => readonly AgentHooks[];
   slots: TurnSlots;
+  /** Budgets and the usage ledger, asked around every LLM call (null when not set up). */
+  spend?: () => SpendPort | null;
   settings: {
     maxIterations: number;
     historyTokens: number;
@@ -30,6 +34,8 @@ export interface TurnEngineOptions {
     llm: { baseUrl?: string; timeoutMs: number };
     /** `security.guestToolSet`: the most a guest's turn may use. */
     guestToolSet: string[];
+    /** `llm.textToolCalls`. */
+    textToolCalls?: boolean;
   };
 }
 
@@ -185,9 +191,19 @@ export class TurnEngine {
         logger,
         maxIterations: request.maxIterations ?? settings.maxIterations,
         llm: settings.llm,
+        spend: this.options.spend?.() ?? null,
+        textToolCalls: settings.textToolCalls ?? false,
       },
       {
         agent: request.agent,
+        ...(request.model ? { model: request.model } : {}),
+        spendScope: {
+          origin: request.origin,
+          sessionKey: request.sessionKey,
+          historyKey,
+          turnId: randomUUID(),
+          agent: request.agent.name,
+        },
         systemPrompt,
         history,
         userText: request.text,

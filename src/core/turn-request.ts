@@ -16,6 +16,8 @@ export interface TurnRequest {
   /** Where history is loaded from and kept (default: `sessionKey`). A delegated turn keeps its own. */
   historyKey?: string;
   agent: AgentProfile;
+  /** The model to ask instead of the agent's (a chat's `/model` choice). */
+  model?: string;
   /** Whose authority the turn carries. */
   sender: SenderIdentity;
   /** Where replies and `message` default to. */

@@ -29,6 +29,8 @@ export interface CompletionResult {
   toolCalls: ToolCall[];
   finishReason: string | null;
   usage?: { promptTokens: number; completionTokens: number };
+  /** The model that answered, when a model chain moved past the requested one (a fallback). */
+  answeredBy?: { model: string; fallback: boolean };
 }
 
 export interface CompletionOptions {

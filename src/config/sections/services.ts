@@ -16,6 +16,46 @@ export const llmSchema = z
     embeddingModel: z.string().min(1).optional(),
     timeoutMs: positiveInt.default(60_000),
     maxRetries: z.number().int().min(0).max(10).default(2),
+    /** Tried in order when the model before fails with a retryable error; baseUrl/apiKey default to llm's. */
+    fallbacks: z
+      .array(
+        z.strictObject({
+          model: z.string().min(1),
+          baseUrl: z.string().url().optional(),
+          apiKey: z.string().min(1).optional(),
+        }),
+      )
+      .default([]),
+    /** How long an entry that answered 401/403 is skipped. */
+    cooldownSecs: positiveInt.default(300),
+    /** USD per million tokens, per model name, for the usage ledger's cost column and USD budgets. */
+    prices: z
+      .record(
+        z.string().min(1),
+        z.strictObject({ input: z.number().min(0), output: z.number().min(0) }),
+      )
+      .default({}),
+    /** Also accept tool calls written in the answer text (<tool_call>{…}</tool_call> or fenced JSON). */
+    textToolCalls: z.boolean().default(false),
+  })
+  .prefault({});
+
+const capSchema = z
+  .strictObject({
+    tokens: positiveInt.optional(),
+    usd: z.number().positive().optional(),
+  })
+  .refine((cap) => cap.tokens !== undefined || cap.usd !== undefined, {
+    message: "give tokens, usd or both",
+  });
+
+/** Hard spending caps, checked before every LLM call. `daily` and `perChat` are per day in `timezone`. */
+export const budgetsSchema = z
+  .strictObject({
+    daily: capSchema.optional(),
+    perChat: capSchema.optional(),
+    perJobRun: capSchema.optional(),
+    perTurn: capSchema.optional(),
   })
   .prefault({});
 

@@ -1,0 +1,36 @@
+import type { TurnOrigin } from "./identity.js";
+
+/** What an LLM call is spent on, for the ledger and the budgets (DESIGN.md → Models, failover and spend). */
+export interface SpendScope {
+  origin: TurnOrigin;
+  /** The chat session (a job's or subagent's own key when it has no chat): `perChat` counts by it. */
+  sessionKey: string;
+  /** The turn's own history key: a job run (`cron:<job>:<run>`), a subagent (`spawn:<id>`) … */
+  historyKey: string;
+  /** One turn: `perTurn` counts by it. */
+  turnId: string;
+  agent: string;
+}
+
+export type LlmCallKind = "chat" | "embedding" | "transcription" | "vision";
+
+export interface LlmUsage {
+  kind: LlmCallKind;
+  /** The model that answered (a fallback's, when the chain moved on). */
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+  /** No `usage` came back; the counts are estimates. */
+  estimated: boolean;
+}
+
+export type SpendDecision = { allowed: true } | { allowed: false; message: string };
+
+/**
+ * The budget check and the usage ledger, asked around every LLM call the turn engine makes: before (a call at or
+ * past a cap is not made) and after (what it used is recorded).
+ */
+export interface SpendPort {
+  beforeCall(scope: SpendScope): SpendDecision;
+  record(scope: SpendScope, usage: LlmUsage): void;
+}
