@@ -14,6 +14,7 @@ import { Delegation } from "../core/delegation.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { MessageInterceptor } from "../core/intake.js";
+import { modelCommand } from "../core/model-command.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
 import { Router } from "../core/router.js";
 import type { SpendPort } from "../core/spend.js";
@@ -218,6 +219,14 @@ export class MagpieApp {
         sandbox: () => this.sandbox,
         tasks: this.subagents,
         clock: this.clock,
+      }),
+    );
+    this.commands.register(
+      modelCommand({
+        kv: this.store.kv,
+        agents: this.agents,
+        primary: this.model ? config.llm.model : null,
+        fallbacks: config.llm.fallbacks.map((entry) => entry.model),
       }),
     );
     this.http = new HttpServer(this.logger);

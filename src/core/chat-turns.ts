@@ -5,6 +5,7 @@ import type { Store } from "../store/index.js";
 import type { AgentDirectory } from "./agents.js";
 import type { Clock } from "./clock.js";
 import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
+import { sessionModel } from "./model-command.js";
 import { NO_LLM_REPLY } from "./no-llm.js";
 import type { OutboxWorker } from "./outbox-worker.js";
 import { replyTargetOf } from "./session-key.js";
@@ -108,6 +109,7 @@ export class ChatTurns {
     const sender = this.senderOf(items.map((item) => item.message));
     const role = sender.role;
     const origin: TurnOrigin = last.message.note?.origin ?? "user";
+    const model = sessionModel(store.kv, sessionKey);
     store.history.ensureSession(sessionKey, agent.name, clock.now());
     const adapter = this.options.adapters().get(target.channel);
     const stopTyping = startTyping(adapter, target);
@@ -120,6 +122,7 @@ export class ChatTurns {
         origin,
         sessionKey,
         agent,
+        ...(model ? { model } : {}),
         sender,
         target,
         text: items.map((item) => describeInbound(item.message)).join("\n\n"),

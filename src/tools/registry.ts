@@ -150,15 +150,7 @@ export class ToolRegistry implements ToolRuntime {
         `'${name}' is not in this turn's tool set${callContext.origin === "user" ? "" : ` (a ${callContext.origin} turn)`}; nothing was done. Tools you may use: ${allowedTools.join(", ") || "none"}.`,
       );
     }
-    let rawInput: unknown;
-    try {
-      rawInput = call.function.arguments?.trim() ? JSON.parse(call.function.arguments) : {};
-    } catch {
-      throw new ToolError(
-        "tool.invalid_json",
-        `The arguments for '${name}' are not valid JSON: ${call.function.arguments.slice(0, 200)}`,
-      );
-    }
+    const rawInput = await this.parseArguments(name, call.function.arguments);
     const parsed = tool.inputSchema.safeParse(rawInput);
     if (!parsed.success) {
       throw new ToolError(
@@ -186,6 +178,36 @@ export class ToolRegistry implements ToolRuntime {
     );
     if (approval !== "approved") throw approvalError(name, approval);
     return await tool.execute(parsed.data, context);
+  }
+
+  /**
+   * The call's arguments as JSON; what small local models get wrong (trailing commas, single quotes, unquoted
+   * keys, code fences, missing closing braces) is repaired with jsonrepair first, and the repair logged. What
+   * still isn't JSON goes back to the model as an error it can act on.
+   */
+  private async parseArguments(tool: string, text: string | undefined): Promise<unknown> {
+    if (!text?.trim()) return {};
+    try {
+      return JSON.parse(text);
+    } catch {
+      // Repaired below.
+    }
+    try {
+      // Loaded on the first broken call only: well-formed arguments never need it.
+      const { jsonrepair } = await import("jsonrepair");
+      const repaired = jsonrepair(text.trim().replace(/^```(?:json)?\s*|\s*```$/g, ""));
+      const value: unknown = JSON.parse(repaired);
+      this.options.logger.info(
+        { tool, original: text.slice(0, 200), repaired: repaired.slice(0, 200) },
+        "tool-arguments-repaired",
+      );
+      return value;
+    } catch {
+      throw new ToolError(
+        "tool.invalid_json",
+        `The arguments for '${tool}' are not valid JSON (and could not be repaired): ${text.slice(0, 200)}. Send a JSON object.`,
+      );
+    }
   }
 
   /** Puts a question to this turn's person in its chat; the wait holds no turn slot. */
