@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
-import type { HttpRoutes } from "../src/app/feature.js";
 import type { MagpieConfig } from "../src/config/schema.js";
 import type { ChannelAdapter } from "../src/core/types.js";
+import type { HttpRoutes } from "../src/http/routes.js";
 import type { Store } from "../src/store/index.js";
 
 export interface ChannelDeps {

@@ -14,6 +14,7 @@ import { Delegation } from "../core/delegation.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { MessageInterceptor } from "../core/intake.js";
+import type { Messenger } from "../core/messenger.js";
 import { modelCommand } from "../core/model-command.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
 import { Router } from "../core/router.js";
@@ -35,7 +36,7 @@ import { type Tool, ToolError } from "../tools/define-tool.js";
 import { builtinTools } from "../tools/index.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { SpillStore } from "../tools/spill.js";
-import type { AppContext, MagpieFeature, Messenger } from "./feature.js";
+import type { AppContext, MagpieFeature } from "./feature.js";
 import { features as defaultFeatures } from "./features.js";
 
 export interface AppOptions {

@@ -1,43 +1,24 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
 import type { AccessControl } from "../core/access.js";
+import type { AgentRunner } from "../core/agent-runner.js";
 import type { ApprovalGate } from "../core/approvals.js";
 import type { CommandRegistry } from "../core/commands.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { MessageInterceptor } from "../core/intake.js";
-import type { IsolatedRunInput, IsolatedRunResult } from "../core/router.js";
+import type { Messenger } from "../core/messenger.js";
 import type { SpendPort } from "../core/spend.js";
-import type { ButtonHandler, ChannelAdapter, OutboundMessage, ReplyTarget } from "../core/types.js";
+import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
+import type { HttpHandler, HttpRoutes } from "../http/routes.js";
 import type { ChatModel } from "../llm/types.js";
 import type { Redactor } from "../security/redact.js";
 import type { Store } from "../store/index.js";
-import type { OutboxOrigin } from "../store/outbox.js";
 import type { ToolServices } from "../tools/context.js";
 import type { ToolRegistry } from "../tools/registry.js";
 
-export type HttpHandler = (request: IncomingMessage, response: ServerResponse) => void | Promise<void>;
-
-/** Routes on the one HTTP server (health, webhooks). */
-export interface HttpRoutes {
-  route(method: "GET" | "POST", path: string, handler: HttpHandler): void;
-}
-
-/** Sends through the durable outbox (retries, exactly once). Returns the outbox id. */
-export interface Messenger {
-  send(target: ReplyTarget, message: OutboundMessage, origin?: OutboxOrigin): number;
-  /** Resolves when the outbox item is sent or finally failed ("pending" if `timeoutMs` passes first). */
-  waitForDelivery(outboxId: number, timeoutMs: number): Promise<"sent" | "failed" | "pending">;
-}
-
-/** Runs an agent turn outside any chat session (scheduled prompts, delegation). */
-export interface AgentRunner {
-  /** `agent` names a configured agent (default: the default agent). */
-  run(input: IsolatedRunInput & { agent?: string }): Promise<IsolatedRunResult>;
-}
-
-export type { ButtonHandler };
+// The ports live beside their users; re-exported for modules that still import them from here.
+export type { AgentRunner, ButtonHandler, HttpHandler, HttpRoutes, Messenger };
 
 /** What a feature sees while it sets itself up. */
 export interface AppContext {

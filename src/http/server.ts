@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
-import type { HttpHandler, HttpRoutes } from "../app/feature.js";
+import type { HttpHandler, HttpRoutes } from "./routes.js";
 
 /** The one HTTP server: health checks and webhooks, dispatched by method and path. */
 export class HttpServer implements HttpRoutes {

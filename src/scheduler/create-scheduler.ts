@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
-import type { Messenger } from "../app/feature.js";
 import type { Clock } from "../core/clock.js";
 import type { AuthorityPort } from "../core/identity.js";
+import type { Messenger } from "../core/messenger.js";
 import type { Notifier } from "../notify/pushover.js";
 import type { Db } from "../store/index.js";
 import type { OutboxRepository } from "../store/outbox.js";

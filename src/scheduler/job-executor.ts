@@ -1,4 +1,4 @@
-import type { AgentRunner } from "../app/feature.js";
+import type { AgentRunner } from "../core/agent-runner.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { ToolRuntime } from "../core/tool-runtime.js";
 import type { ReplyTarget } from "../core/types.js";

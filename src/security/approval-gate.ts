@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import type { Messenger } from "../app/feature.js";
 import type { ApprovalDecision, ApprovalGate, ApprovalRequest } from "../core/approvals.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import type { AuthorityPort } from "../core/identity.js";
+import type { Messenger } from "../core/messenger.js";
 import type { ButtonPress } from "../core/types.js";
 import type { Store } from "../store/index.js";
 import { ApprovalRepository } from "./approval-store.js";

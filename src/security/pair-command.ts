@@ -1,5 +1,5 @@
-import type { Messenger } from "../app/feature.js";
 import type { SlashCommand } from "../core/commands.js";
+import type { Messenger } from "../core/messenger.js";
 import type { ChannelAccessControl } from "./access-control.js";
 import type { PairingStore } from "./pairing.js";
 

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import type { Messenger } from "../app/feature.js";
 import type { QuestionAnswer, QuestionRequest } from "../core/approvals.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import type { AuthorityPort, SenderIdentity } from "../core/identity.js";
+import type { Messenger } from "../core/messenger.js";
 import type { ButtonPress, InboundMessage } from "../core/types.js";
 import type { Db } from "../store/database.js";
 import { revealInvisible } from "./reveal-invisible.js";

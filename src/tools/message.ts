@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { Messenger } from "../app/feature.js";
 import type { AuthorityPort } from "../core/identity.js";
+import type { Messenger } from "../core/messenger.js";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { Messenger } from "../../src/app/feature.js";
+import type { Messenger } from "../../src/core/messenger.js";
 import type { InboundMessage, OutboundMessage, ReplyTarget } from "../../src/core/types.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { approvalCommands } from "../../src/security/approval-commands.js";
