@@ -1,8 +1,8 @@
-import { memoryFeature } from "../memory/feature.js";
-import { schedulerFeature } from "../scheduler/feature.js";
-import { accessFeature } from "../security/access-feature.js";
-import { securityFeature } from "../security/feature.js";
+import { accessFeature } from "./access-feature.js";
 import type { MagpieFeature } from "./feature.js";
+import { memoryFeature } from "./memory-feature.js";
+import { schedulerFeature } from "./scheduler-feature.js";
+import { securityFeature } from "./security-feature.js";
 
 /** Every feature, set up in this order. Each feature adds one line here. */
 export const features: MagpieFeature[] = [accessFeature, securityFeature, memoryFeature, schedulerFeature];

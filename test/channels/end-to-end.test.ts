@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { accessFeature } from "../../src/app/access-feature.js";
 import type { MagpieFeature } from "../../src/app/feature.js";
 import type { ConfigInput } from "../../src/config/schema.js";
-import { accessFeature } from "../../src/security/access-feature.js";
 import { DISCORD_DM_CHANNEL_ID, FakeDiscord } from "../fakes/discord.js";
 import { waitFor } from "../fakes/http-util.js";
 import { reply } from "../fakes/openai.js";

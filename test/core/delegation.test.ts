@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { accessFeature } from "../../src/app/access-feature.js";
 import { features } from "../../src/app/features.js";
-import { accessFeature } from "../../src/security/access-feature.js";
 import { type ChatRequestBody, reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 

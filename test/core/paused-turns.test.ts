@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { securityFeature } from "../../src/security/feature.js";
+import { securityFeature } from "../../src/app/security-feature.js";
 import { waitFor } from "../fakes/http-util.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";

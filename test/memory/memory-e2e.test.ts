@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { memoryFeature } from "../../src/memory/feature.js";
+import { memoryFeature } from "../../src/app/memory-feature.js";
 import { MEMORY_INSTRUCTION } from "../../src/memory/recall-prompt.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { memoryFeature } from "../../src/app/memory-feature.js";
 import type { AuthorityPort } from "../../src/core/identity.js";
-import { memoryFeature } from "../../src/memory/feature.js";
 import { MemoryRepository } from "../../src/memory/memory-repository.js";
 import { MEMORY_INSTRUCTION } from "../../src/memory/recall-prompt.js";
 import { reply } from "../fakes/openai.js";

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { TelegramChannel } from "../../channels/telegram.js";
-import { schedulerFeature } from "../../src/scheduler/feature.js";
+import { accessFeature } from "../../src/app/access-feature.js";
+import { schedulerFeature } from "../../src/app/scheduler-feature.js";
+import { securityFeature } from "../../src/app/security-feature.js";
 import type { Scheduler } from "../../src/scheduler/scheduler.js";
-import { accessFeature } from "../../src/security/access-feature.js";
-import { securityFeature } from "../../src/security/feature.js";
 import { channelDeps } from "../channels/helpers.js";
 import { waitFor } from "../fakes/http-util.js";
 import { type ChatRequestBody, reply } from "../fakes/openai.js";

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import type { ToolCallContext } from "../../src/core/tool-runtime.js";
-import { schedulerFeature } from "../../src/scheduler/feature.js";
 import { type PushoverFake, startPushoverFake } from "../fakes/pushover.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 import { RecordingChannel } from "../helpers/recording-channel.js";

@@ -1,14 +1,14 @@
-import type { MagpieFeature } from "../app/feature.js";
 import { systemClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
 import { createPushoverNotifier } from "../notify/pushover.js";
+import { specOfConfigJob } from "../scheduler/config-jobs.js";
+import { createScheduler } from "../scheduler/create-scheduler.js";
+import { cronCommand } from "../scheduler/cron-command.js";
+import { createJobExecutor } from "../scheduler/job-executor.js";
+import type { Scheduler } from "../scheduler/scheduler.js";
+import { SchedulerError } from "../scheduler/scheduler-error.js";
 import type { MessagingService } from "../tools/message.js";
-import { specOfConfigJob } from "./config-jobs.js";
-import { createScheduler } from "./create-scheduler.js";
-import { cronCommand } from "./cron-command.js";
-import { createJobExecutor } from "./job-executor.js";
-import type { Scheduler } from "./scheduler.js";
-import { SchedulerError } from "./scheduler-error.js";
+import type { MagpieFeature } from "./feature.js";
 
 /** Scheduler, Pushover notifier and cross-channel messaging: services, /cron, config job sync, start/stop. */
 export const schedulerFeature: MagpieFeature = {

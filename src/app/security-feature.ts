@@ -1,7 +1,7 @@
-import type { MagpieFeature } from "../app/feature.js";
-import { approvalCommands } from "./approval-commands.js";
-import { ChatApprovalGate } from "./approval-gate.js";
-import { QuestionGate } from "./question-gate.js";
+import { approvalCommands } from "../security/approval-commands.js";
+import { ChatApprovalGate } from "../security/approval-gate.js";
+import { QuestionGate } from "../security/question-gate.js";
+import type { MagpieFeature } from "./feature.js";
 
 /** Approvals in chat: the gate (buttons + /approve, /deny), wired into the tool registry's approval port. */
 export const securityFeature: MagpieFeature = {

@@ -1,9 +1,9 @@
-import type { MagpieFeature } from "../app/feature.js";
 import { AgentDirectory } from "../core/agents.js";
-import { createMemoryService } from "./create-memory-service.js";
-import { memoryCommands } from "./memory-commands.js";
-import { memoryHooks } from "./memory-hooks.js";
-import { MemoryService } from "./memory-service.js";
+import { createMemoryService } from "../memory/create-memory-service.js";
+import { memoryCommands } from "../memory/memory-commands.js";
+import { memoryHooks } from "../memory/memory-hooks.js";
+import { MemoryService } from "../memory/memory-service.js";
+import type { MagpieFeature } from "./feature.js";
 
 /** Long-term memory: the `memory` service for tools, automatic recall, conversation memory, slash commands. */
 export const memoryFeature: MagpieFeature = {

@@ -1,9 +1,9 @@
-import type { MagpieFeature } from "../app/feature.js";
 import { systemClock } from "../core/clock.js";
-import { ChannelAccessControl } from "./access-control.js";
-import { Authority } from "./authority.js";
-import { pairCommand } from "./pair-command.js";
-import { PairingStore } from "./pairing.js";
+import { ChannelAccessControl } from "../security/access-control.js";
+import { Authority } from "../security/authority.js";
+import { pairCommand } from "../security/pair-command.js";
+import { PairingStore } from "../security/pairing.js";
+import type { MagpieFeature } from "./feature.js";
 
 /** Access control for the chat channels (allowlists, groups, mentions, pairing) and the `/pair` command. */
 export const accessFeature: MagpieFeature = {
