@@ -126,9 +126,9 @@ export class MagpieApp {
     const model = options.model !== undefined ? options.model : createChatModel(config);
     this.model = model ? redactingModel(model, this.redactor) : null;
 
-    const services: AppContext["services"] = { store: this.store, redactor: this.redactor };
+    const spill = new SpillStore(path.join(config.dataDir, "spill"), config.tools.spillThresholdChars);
+    const services: AppContext["services"] = { store: this.store, redactor: this.redactor, spill };
     this.services = services;
-    services.spill = new SpillStore(path.join(config.dataDir, "spill"), config.tools.spillThresholdChars);
     this.tools = new ToolRegistry({
       config,
       logger: this.logger,
@@ -142,7 +142,7 @@ export class MagpieApp {
                 new ToolError("question.unavailable", "Questions are not available in this Magpie."),
               ),
       },
-      spill: services.spill as SpillStore,
+      spill,
     });
     this.tools.register(...builtinTools, ...(options.extraTools ?? []));
     this.agents = new AgentDirectory(config.agents, config.routes, config.llm.model);

@@ -2,7 +2,6 @@ import { AgentDirectory } from "../core/agents.js";
 import { createMemoryService } from "../memory/create-memory-service.js";
 import { memoryCommands } from "../memory/memory-commands.js";
 import { memoryHooks } from "../memory/memory-hooks.js";
-import { MemoryService } from "../memory/memory-service.js";
 import type { MagpieFeature } from "./feature.js";
 
 /** Long-term memory: the `memory` service for tools, automatic recall, conversation memory, slash commands. */
@@ -18,6 +17,6 @@ export const memoryFeature: MagpieFeature = {
     app.onStop(() => service.close());
   },
   start(app) {
-    if (app.services.memory instanceof MemoryService) app.services.memory.startBackgroundIndexing();
+    app.services.memory?.startBackgroundIndexing();
   },
 };

@@ -1,13 +1,12 @@
 import { systemClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
+import type { MessagingService } from "../core/messenger.js";
 import { createPushoverNotifier } from "../notify/pushover.js";
 import { specOfConfigJob } from "../scheduler/config-jobs.js";
 import { createScheduler } from "../scheduler/create-scheduler.js";
 import { cronCommand } from "../scheduler/cron-command.js";
 import { createJobExecutor } from "../scheduler/job-executor.js";
-import type { Scheduler } from "../scheduler/scheduler.js";
 import { SchedulerError } from "../scheduler/scheduler-error.js";
-import type { MessagingService } from "../tools/message.js";
 import type { MagpieFeature } from "./feature.js";
 
 /** Scheduler, Pushover notifier and cross-channel messaging: services, /cron, config job sync, start/stop. */
@@ -54,6 +53,6 @@ export const schedulerFeature: MagpieFeature = {
     app.onStop(() => scheduler.stop());
   },
   start(app) {
-    (app.services.scheduler as Scheduler).start();
+    app.services.scheduler?.start();
   },
 };

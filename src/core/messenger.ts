@@ -7,3 +7,9 @@ export interface Messenger {
   /** Resolves when the outbox item is sent or finally failed ("pending" if `timeoutMs` passes first). */
   waitForDelivery(outboxId: number, timeoutMs: number): Promise<"sent" | "failed" | "pending">;
 }
+
+/** Cross-channel messaging for the `message` tool: the outbox and the connected channels' names. */
+export interface MessagingService {
+  messenger: Messenger;
+  channelNames(): string[];
+}

@@ -1,11 +1,11 @@
 import type { ToolContext, ToolServices } from "../tools/context.js";
 import { ToolError } from "../tools/define-tool.js";
-import { MemoryService } from "./memory-service.js";
+import type { MemoryService } from "./memory-service.js";
 
 /** The memory service tools reach through `context.services.memory`. */
 export function memoryServiceOf(services: ToolServices): MemoryService {
   const service = services.memory;
-  if (!(service instanceof MemoryService)) {
+  if (!service) {
     throw new ToolError(
       "memory.unavailable",
       "Long-term memory is not available: the memory feature is not set up (src/app/features.ts).",

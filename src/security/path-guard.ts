@@ -30,8 +30,7 @@ export async function ensureWorkspace(context: ToolContext): Promise<PathScope> 
 
 /** The scope file tools judge paths in (a test may override the home directory through services). */
 export function guardScope(context: ToolContext): PathScope {
-  const home = typeof context.services.homeDir === "string" ? context.services.homeDir : undefined;
-  return scopeOf(context.config, home);
+  return scopeOf(context.config, context.services.homeDir);
 }
 
 /**

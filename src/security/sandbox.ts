@@ -224,12 +224,11 @@ export function sandboxArgv(plan: SandboxPlan, cwd: string, command: string[]): 
  */
 export async function toolSandbox(context: {
   config: MagpieConfig;
-  services: { [name: string]: unknown };
+  services: { homeDir?: string };
 }): Promise<SandboxPlan | undefined> {
   const status = await sandboxStatus(context.config.tools.shell);
   if (status.active) {
-    const home = typeof context.services.homeDir === "string" ? context.services.homeDir : undefined;
-    return sandboxPlan(context.config, home);
+    return sandboxPlan(context.config, context.services.homeDir);
   }
   if (status.mode === "bwrap")
     throw new ToolError(

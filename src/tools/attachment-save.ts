@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import type { Attachment, ChannelAdapter, InboundMessage } from "../core/types.js";
+import type { Attachment, InboundMessage } from "../core/types.js";
 import { ensureWorkspace, guardPath } from "../security/path-guard.js";
 import { MAX_ATTACHMENT_BYTES } from "../security/platform-files.js";
 import type { Store } from "../store/index.js";
@@ -72,7 +72,7 @@ export const attachmentSaveTool = defineTool({
         `The attachment is ${attachment.size} bytes; the limit is ${MAX_BYTES}.`,
       );
     }
-    const channels = context.services.channels as ReadonlyMap<string, ChannelAdapter> | undefined;
+    const channels = context.services.channels;
     const adapter = channels?.get(message.channel);
     if (!adapter?.download) {
       throw new ToolError(

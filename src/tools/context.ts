@@ -2,14 +2,26 @@ import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
 import type { ApprovalDecision, QuestionAnswer, QuestionRequest } from "../core/approvals.js";
 import type { DelegationPort } from "../core/delegation.js";
+import type { AuthorityPort } from "../core/identity.js";
+import type { MessagingService } from "../core/messenger.js";
 import type { SubagentsPort } from "../core/subagents.js";
 import type { ToolCallContext } from "../core/tool-runtime.js";
+import type { ChannelAdapter } from "../core/types.js";
+import type { MemoryService } from "../memory/memory-service.js";
+import type { Notifier } from "../notify/pushover.js";
+import type { Scheduler } from "../scheduler/scheduler.js";
+import type { ChatApprovalGate } from "../security/approval-gate.js";
+import type { PairingStore } from "../security/pairing.js";
+import type { QuestionGate } from "../security/question-gate.js";
 import type { Redactor } from "../security/redact.js";
+import type { SafeHttpClient } from "../security/safe-http.js";
 import type { Store } from "../store/index.js";
+import type { SpillStore } from "./spill.js";
+import type { WebSearchClient } from "./web/web-search-client.js";
 
 /**
- * Services tools reach through their context. Features add their own optional members here
- * (memory, scheduler, notifier, messenger …) and wire them in `src/app.ts`.
+ * Services tools reach through their context. The app builds the required ones; features set their optional
+ * members in `setup` (src/app/*-feature.ts), and a tool without its service says so.
  */
 export interface ToolServices {
   store: Store;
@@ -18,8 +30,32 @@ export interface ToolServices {
   delegation?: DelegationPort;
   /** `spawn`: background subagents. */
   subagents?: SubagentsPort;
-  /** Extra named services registered by features; typed access goes through their own modules. */
-  [name: string]: unknown;
+  /** Large tool outputs saved for `spill_read`. */
+  spill?: SpillStore;
+  /** Who is an owner and where a message may go (access feature); `message` posts only where it allows. */
+  authority?: AuthorityPort;
+  /** Connected channel adapters by name (access feature), for `attachment_save`. */
+  channels?: ReadonlyMap<string, ChannelAdapter>;
+  /** Pairing codes (access feature). */
+  pairing?: PairingStore;
+  /** Approvals in chat (security feature). */
+  approvals?: ChatApprovalGate;
+  /** Questions in chat (security feature). */
+  questions?: QuestionGate;
+  /** Long-term memory (memory feature), for the memory tools. */
+  memory?: MemoryService;
+  /** Cron jobs (scheduler feature), for the cron tools and `schedule`. */
+  scheduler?: Scheduler;
+  /** Phone notifications (scheduler feature); `pushover` builds one from config without it. */
+  notifier?: Notifier;
+  /** Outbox and channel names (scheduler feature), for `message`. */
+  messaging?: MessagingService;
+  /** Tests: the SSRF-safe client web tools use instead of the one built from config. */
+  safeHttp?: SafeHttpClient;
+  /** Tests: the search client `web_search` uses instead of its own. */
+  webSearch?: WebSearchClient;
+  /** Tests: the home directory the path guard and sandbox judge paths in, instead of the real one. */
+  homeDir?: string;
 }
 
 /** Per-session scratch state that lives as long as the process (e.g. files read, for read-before-write). */

@@ -7,7 +7,7 @@ import { ToolError } from "./define-tool.js";
 
 /** The scheduler service the scheduler feature registers as `services.scheduler`. */
 export function schedulerOf(context: Pick<ToolContext, "services">): Scheduler {
-  const scheduler = context.services.scheduler as Scheduler | undefined;
+  const scheduler = context.services.scheduler;
   if (!scheduler) {
     throw new ToolError(
       "cron.unavailable",

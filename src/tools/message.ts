@@ -1,14 +1,6 @@
 import { z } from "zod";
-import type { AuthorityPort } from "../core/identity.js";
-import type { Messenger } from "../core/messenger.js";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
-
-/** What the scheduler feature registers as `services.messaging`: the outbox and the connected channels. */
-export interface MessagingService {
-  messenger: Messenger;
-  channelNames(): string[];
-}
 
 const DELIVERY_WAIT_MS = 10_000;
 
@@ -17,7 +9,7 @@ const DELIVERY_WAIT_MS = 10_000;
  * allowed groups. Without it, only the current chat.
  */
 function mayPost(context: ToolContext, target: { channel: string; chatId: string }): boolean {
-  const authority = context.services.authority as AuthorityPort | undefined;
+  const authority = context.services.authority;
   if (authority) return authority.mayDeliver(context.target, target);
   return context.target.channel === target.channel && context.target.chatId === target.chatId;
 }
@@ -37,7 +29,7 @@ export const messageTool = defineTool({
   }),
   risk: "medium",
   async execute(input, context) {
-    const messaging = context.services.messaging as MessagingService | undefined;
+    const messaging = context.services.messaging;
     if (!messaging) throw new ToolError("message.unavailable", "Messaging is not available in this Magpie.");
     const channel = input.channel ?? context.target.channel;
     const sameChannel = channel === context.target.channel;

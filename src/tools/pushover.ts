@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { createPushoverNotifier, type Notifier, NotifyError } from "../notify/pushover.js";
+import { createPushoverNotifier, NotifyError } from "../notify/pushover.js";
 import { defineTool, ToolError } from "./define-tool.js";
 
 export const pushoverTool = defineTool({
@@ -27,9 +27,7 @@ export const pushoverTool = defineTool({
   }),
   risk: "low",
   async execute(input, context) {
-    const notifier =
-      (context.services.notifier as Notifier | undefined) ??
-      createPushoverNotifier(context.config.notify.pushover);
+    const notifier = context.services.notifier ?? createPushoverNotifier(context.config.notify.pushover);
     try {
       const request = await notifier.send({
         ...input,

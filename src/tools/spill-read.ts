@@ -12,7 +12,7 @@ export const spillReadTool = defineTool({
   }),
   risk: "low",
   execute({ handle, offset, limit }, context) {
-    const spill = context.services.spill as import("./spill.js").SpillStore | undefined;
+    const spill = context.services.spill;
     const slice = spill?.read(handle, offset, limit);
     if (!slice) throw new ToolError("spill.unknown_handle", `No spilled output named "${handle}".`);
     const end = Math.min(offset + limit, slice.total);

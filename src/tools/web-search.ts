@@ -16,9 +16,8 @@ export const webSearchTool = defineTool({
   async execute(input, context) {
     // The client (and cheerio behind it) loads on the first search, not at start-up.
     const { WebSearchClient } = await import("./web/web-search-client.js");
-    const provided = context.services.webSearch;
     defaultClient ??= new WebSearchClient();
-    const client = provided instanceof WebSearchClient ? provided : defaultClient;
+    const client = context.services.webSearch ?? defaultClient;
     const { provider, results } = await client.search(
       input.query,
       input.count ?? 5,

@@ -8,6 +8,7 @@ import type { ToolCallContext } from "../../src/core/tool-runtime.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { Redactor } from "../../src/security/redact.js";
 import { Store } from "../../src/store/index.js";
+import type { ToolServices } from "../../src/tools/context.js";
 import type { Tool } from "../../src/tools/define-tool.js";
 import { builtinTools } from "../../src/tools/index.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
@@ -37,7 +38,7 @@ export interface HarnessOptions {
   /** Decides approval requests; default approves everything. */
   decide?: (request: ApprovalRequest) => "approved" | "denied" | "timeout";
   tools?: Record<string, unknown>;
-  services?: Record<string, unknown>;
+  services?: Partial<ToolServices>;
   redactor?: Redactor;
   /** Leave `security.approvals.require` at its real default (`["guard:warn"]`) instead of `require`'s `[]`. */
   defaultApprovals?: boolean;

@@ -8,7 +8,7 @@ const clients = new WeakMap<MagpieConfig, SafeHttpClient>();
 /** The SSRF-safe client web tools use: `services.safeHttp` when a feature or test provides one. */
 export function safeHttpOf(context: ToolContext): SafeHttpClient {
   const provided = context.services.safeHttp;
-  if (provided instanceof SafeHttpClient) return provided;
+  if (provided) return provided;
   let client = clients.get(context.config);
   if (!client) {
     client = new SafeHttpClient({ allowHosts: context.config.security.ssrf.allowHosts });
