@@ -17,9 +17,10 @@ export const ENV_FALLBACKS: ReadonlyArray<{ env: string; path: string[]; number?
   { env: "MAGPIE_HTTP_PORT", path: ["http", "port"], number: true },
 ];
 
-/** Config keys whose values are secrets: redacted from logs, tool output and LLM requests. */
+/** Config keys whose values are secrets: redacted from logs, tool output and LLM requests. `*`: every item. */
 export const SECRET_PATHS: ReadonlyArray<string[]> = [
   ["llm", "apiKey"],
+  ["llm", "fallbacks", "*", "apiKey"],
   ["channels", "telegram", "token"],
   ["channels", "telegram", "webhookSecret"],
   ["channels", "discord", "token"],

@@ -1,32 +1,62 @@
 import type { MagpieConfig } from "../config/schema.js";
-import type { ChatModel, CompletionOptions, CompletionRequest, CompletionResult } from "./types.js";
+import { type ChainEntry, chainEntries } from "./chain-entries.js";
+import { type ChainEvent, ModelChain } from "./model-chain.js";
+import type { ChatModel } from "./types.js";
 
 /** True when an LLM is configured (a key, or a base URL for keyless local servers). */
 export function isLlmConfigured(config: MagpieConfig): boolean {
   return Boolean(config.llm.apiKey || config.llm.baseUrl);
 }
 
+/** The one logger method the chain reports retries, failovers and cooldowns through. */
+interface WarnLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface ChatModelDeps {
+  /** Clock for cooldowns (ms). */
+  now?: () => number;
+  /** Back-off wait; tests pass a fast one. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  logger?: WarnLogger;
+  onEvent?: (event: ChainEvent) => void;
+}
+
 /**
- * The configured OpenAI-compatible model. The `openai` SDK is loaded on the first request, not at start-up,
- * so Magpie is ready sooner on a small box.
+ * The configured model chain (the request's model, then `llm.fallbacks`) over OpenAI-compatible endpoints.
+ * The `openai` SDK is loaded on the first request, not at start-up, so Magpie is ready sooner on a small box.
  */
-export function createChatModel(config: MagpieConfig): ChatModel | null {
+export function createChatModel(config: MagpieConfig, deps: ChatModelDeps = {}): ChatModel | null {
   if (!isLlmConfigured(config)) return null;
-  let model: Promise<ChatModel> | undefined;
-  const load = () => {
-    model ??= import("./openai-model.js").then(
-      ({ OpenAiChatModel }) =>
-        new OpenAiChatModel({
-          apiKey: config.llm.apiKey,
-          baseUrl: config.llm.baseUrl,
-          timeoutMs: config.llm.timeoutMs,
-          maxRetries: config.llm.maxRetries,
-        }),
-    );
-    return model;
+  const connect = async (entry: ChainEntry): Promise<ChatModel> => {
+    const { OpenAiChatModel } = await import("./openai-model.js");
+    return new OpenAiChatModel({
+      apiKey: entry.apiKey,
+      baseUrl: entry.baseUrl,
+      timeoutMs: config.llm.timeoutMs,
+      // The chain retries (src/llm/backoff.ts says why not the SDK).
+      maxRetries: 0,
+    });
   };
-  return {
-    complete: async (request: CompletionRequest, options?: CompletionOptions): Promise<CompletionResult> =>
-      (await load()).complete(request, options),
-  };
+  return new ModelChain({
+    entries: chainEntries(config),
+    connect,
+    maxRetries: config.llm.maxRetries,
+    cooldownMs: config.llm.cooldownSecs * 1000,
+    now: deps.now,
+    sleep: deps.sleep,
+    onEvent: (event) => {
+      deps.onEvent?.(event);
+      if (deps.logger) logChainEvent(deps.logger, event);
+    },
+  });
+}
+
+/** Retries, failovers and cooldowns as warnings (`llm-retry`, `llm-failover`, `llm-cooldown`). */
+function logChainEvent(logger: WarnLogger, event: ChainEvent): void {
+  const { type, ...fields } = event;
+  if ("error" in fields) {
+    const { error, ...rest } = fields;
+    logger.warn({ ...rest, err: error }, `llm-${type}`);
+  } else logger.warn(fields, `llm-${type}`);
 }

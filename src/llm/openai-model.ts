@@ -60,7 +60,12 @@ export class OpenAiChatModel implements ChatModel {
       };
     }
     const stream = await this.client.chat.completions.create(
-      { ...body, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming,
+      // The last chunk then carries `usage` (servers that ignore the option send none: the ledger estimates).
+      {
+        ...body,
+        stream: true,
+        stream_options: { include_usage: true },
+      } as OpenAI.ChatCompletionCreateParamsStreaming,
       { signal: options.signal },
     );
     return accumulate(stream, options.onTextDelta);
@@ -75,7 +80,11 @@ async function accumulate(
   let content = "";
   let finishReason: string | null = null;
   const calls: ToolCall[] = [];
+  let usage: CompletionResult["usage"];
   for await (const chunk of stream) {
+    if (chunk.usage) {
+      usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
+    }
     const choice = chunk.choices?.[0];
     if (!choice) continue;
     const delta = choice.delta ?? {};
@@ -95,5 +104,5 @@ async function accumulate(
     }
     if (choice.finish_reason) finishReason = choice.finish_reason;
   }
-  return { content: content || null, toolCalls: calls.filter(Boolean), finishReason };
+  return { content: content || null, toolCalls: calls.filter(Boolean), finishReason, usage };
 }

@@ -154,9 +154,14 @@ export function createRedactor(config: MagpieConfig | null, env: NodeJS.ProcessE
   const values: string[] = [];
   if (config) {
     for (const keyPath of SECRET_PATHS) {
-      let node: unknown = config;
-      for (const segment of keyPath) node = (node as Record<string, unknown> | undefined)?.[segment];
-      if (typeof node === "string") values.push(node);
+      let nodes: unknown[] = [config];
+      for (const segment of keyPath) {
+        nodes = nodes.flatMap((node) => {
+          if (!node || typeof node !== "object") return [];
+          return segment === "*" ? Object.values(node) : [(node as Record<string, unknown>)[segment]];
+        });
+      }
+      for (const node of nodes) if (typeof node === "string") values.push(node);
     }
     values.push(...secretsOfVariables(dotenvVariables(config.envFiles ?? [])));
     for (const server of Object.values(config.mcpServers ?? {}))

@@ -23,7 +23,16 @@ export type ScriptStep =
       text?: string;
       expect?: (body: ChatRequestBody) => void;
     }
-  | { kind: "error"; status: number; message: string; expect?: (body: ChatRequestBody) => void }
+  | {
+      kind: "error";
+      status: number;
+      message: string;
+      /** Extra response headers, e.g. `{ "retry-after": "1" }`. */
+      headers?: Record<string, string>;
+      expect?: (body: ChatRequestBody) => void;
+    }
+  /** A stream that sends `text` (possibly none) and then drops the connection without finishing. */
+  | { kind: "broken_stream"; text: string; expect?: (body: ChatRequestBody) => void }
   /** Never answers (timeouts); the connection is closed when the fake closes. */
   | { kind: "hang"; expect?: (body: ChatRequestBody) => void }
   /** Answers after `ms` with the inner step. */
@@ -40,7 +49,13 @@ export const reply = {
     calls: Array<{ id?: string; name: string; arguments: unknown }>,
     expect?: (body: ChatRequestBody) => void,
   ): ScriptStep => ({ kind: "tool_calls", calls, expect }),
-  error: (status: number, message = "scripted failure"): ScriptStep => ({ kind: "error", status, message }),
+  error: (status: number, message = "scripted failure", headers?: Record<string, string>): ScriptStep => ({
+    kind: "error",
+    status,
+    message,
+    headers,
+  }),
+  brokenStream: (text = ""): ScriptStep => ({ kind: "broken_stream", text }),
   hang: (): ScriptStep => ({ kind: "hang" }),
   delay: (ms: number, then: ScriptStep): ScriptStep => ({ kind: "delay", ms, then }),
 };
@@ -50,6 +65,8 @@ export interface OpenAiFake {
   url: string;
   /** Every chat request body, in order. */
   requests: ChatRequestBody[];
+  /** The headers of each chat request, in the same order as `requests`. */
+  requestHeaders: http.IncomingHttpHeaders[];
   embeddingRequests: Array<{ model: string; input: string[] }>;
   /** Problems seen: unexpected calls, failed expectations. */
   errors: string[];
@@ -63,6 +80,13 @@ export interface OpenAiFake {
   embeddingStatus: number | null;
   /** When true, GET /models demands `Bearer sk-test`. */
   requireKey: boolean;
+  /**
+   * The models GET /models lists and GET /models/{id} knows. Null (default): lists `test-model` and knows
+   * every id.
+   */
+  models: string[] | null;
+  /** When false, streams never carry a `usage` chunk, even when the request asks for one (default true). */
+  streamUsage: boolean;
   close(): Promise<void>;
 }
 
@@ -86,6 +110,7 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
   const fake: OpenAiFake = {
     url: "",
     requests: [],
+    requestHeaders: [],
     embeddingRequests: [],
     errors: [],
     script: (...more) => void steps.push(...more),
@@ -98,6 +123,8 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
     embed: (text) => hashEmbedding(text),
     embeddingStatus: null,
     requireKey: true,
+    models: null,
+    streamUsage: true,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
@@ -122,13 +149,20 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
         usage: { prompt_tokens: 0, total_tokens: 0 },
       });
     }
-    if (request.method === "GET" && url.endsWith("/models")) {
+    const modelId = request.method === "GET" ? /\/models\/(.+)$/.exec(url)?.[1] : undefined;
+    if (request.method === "GET" && (url.endsWith("/models") || modelId)) {
       if (request.headers.authorization !== "Bearer sk-test" && fake.requireKey) {
         return json(response, 401, errorBody("invalid api key"));
       }
+      if (modelId) {
+        const id = decodeURIComponent(modelId);
+        return !fake.models || fake.models.includes(id)
+          ? json(response, 200, { id, object: "model", owned_by: "fake" })
+          : json(response, 404, errorBody(`model ${id} not found`));
+      }
       return json(response, 200, {
         object: "list",
-        data: [{ id: "test-model", object: "model", owned_by: "fake" }],
+        data: (fake.models ?? ["test-model"]).map((id) => ({ id, object: "model", owned_by: "fake" })),
       });
     }
     if (request.method !== "POST" || !url.endsWith("/chat/completions")) {
@@ -136,6 +170,7 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
       return json(response, 404, errorBody(`no route ${url}`));
     }
     fake.requests.push(body as ChatRequestBody);
+    fake.requestHeaders.push(request.headers);
     const step = steps.shift();
     if (!step) {
       fake.errors.push(`unexpected chat completion call #${fake.requests.length} (nothing scripted)`);
@@ -155,7 +190,17 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
       await new Promise((resolve) => setTimeout(resolve, step.ms));
       return answer(step.then, body, response, id);
     }
-    if (step.kind === "error") return json(response, step.status, errorBody(step.message));
+    if (step.kind === "error") return json(response, step.status, errorBody(step.message), step.headers);
+    if (step.kind === "broken_stream") {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = (delta: unknown) =>
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+      response.write(chunk({ role: "assistant", content: "" }));
+      if (step.text) response.write(chunk({ content: step.text }));
+      // Let the chunks leave before the connection drops mid-stream.
+      setTimeout(() => response.socket?.destroy(), 20);
+      return;
+    }
     const text = step.kind === "text" ? step.text : (step.text ?? null);
     const toolCalls =
       step.kind === "tool_calls"
@@ -209,6 +254,11 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
       }
     });
     send({}, finish);
+    const streamOptions = body.stream_options as { include_usage?: boolean } | undefined;
+    if (streamOptions?.include_usage && fake.streamUsage) {
+      const usage = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
+      response.write(`data: ${JSON.stringify({ ...base, choices: [], usage })}\n\n`);
+    }
     response.end("data: [DONE]\n\n");
   }
 
@@ -221,8 +271,13 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
   return fake;
 }
 
-function json(response: http.ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { "content-type": "application/json" });
+function json(
+  response: http.ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  response.writeHead(status, { "content-type": "application/json", ...headers });
   response.end(JSON.stringify(body));
 }
 

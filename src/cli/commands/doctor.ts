@@ -1,6 +1,8 @@
 import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
 import type { MagpieConfig } from "../../config/schema.js";
 import { errorMessage } from "../../core/errors.js";
+import { type ChainEntry, chainEntries, entryBaseUrl } from "../../llm/chain-entries.js";
+import { isLlmConfigured } from "../../llm/create-model.js";
 import type { CliCommand, CliEnv } from "../cli-env.js";
 
 type Verdict = "ok" | "fail" | "skip";
@@ -36,7 +38,7 @@ export const run: CliCommand = async (_argv, env) => {
   checks.push(checkDatabase(config, env));
   checks.push(checkWritable("workspace", config.workspace));
   checks.push(await checkSandbox(config));
-  checks.push(await checkLlm(config));
+  checks.push(...(await checkLlm(config)));
   checks.push(...(await checkChannels(config)));
   checks.push(checkPushover(config));
   checks.push(...checkHardware(config));
@@ -121,45 +123,82 @@ async function probe(url: string, init: RequestInit = {}): Promise<{ status: num
   return { status: response.status, body };
 }
 
-async function checkLlm(config: MagpieConfig): Promise<Check> {
-  const { apiKey, baseUrl, model } = config.llm;
-  if (!apiKey && !baseUrl) {
-    return {
-      name: "llm",
-      verdict: "skip",
-      detail: "not configured (slash commands only) — set OPENAI_API_KEY to chat",
-    };
+async function checkLlm(config: MagpieConfig): Promise<Check[]> {
+  if (!isLlmConfigured(config)) {
+    return [
+      {
+        name: "llm",
+        verdict: "skip",
+        detail: "not configured (slash commands only) — set OPENAI_API_KEY to chat",
+      },
+    ];
   }
-  const base = (baseUrl ?? "https://api.openai.com/v1").replace(/\/$/, "");
+  const entries = chainEntries(config);
+  return Promise.all(
+    entries.map((entry, index) =>
+      checkChainEntry(entry, entry.model ?? config.llm.model, index === 0 ? "llm" : `llm fallback ${index}`),
+    ),
+  );
+}
+
+/** One entry of the model chain: reachable, the key accepted, and the model known to the server. */
+async function checkChainEntry(entry: ChainEntry, model: string, name: string): Promise<Check> {
+  const base = entryBaseUrl(entry);
+  const headers: Record<string, string> = entry.apiKey ? { authorization: `Bearer ${entry.apiKey}` } : {};
   try {
-    const { status } = await probe(`${base}/models`, {
-      headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
-    });
+    const { status, body } = await probe(`${base}/models`, { headers });
     if (status === 401 || status === 403) {
       return {
-        name: "llm",
+        name,
         verdict: "fail",
         detail: `${base} rejected the API key (${status})`,
-        fix: "check OPENAI_API_KEY or llm.apiKey",
+        fix: `check ${entry.keyHint}`,
       };
     }
     if (status >= 500) {
       return {
-        name: "llm",
+        name,
         verdict: "fail",
         detail: `${base} answered ${status}`,
-        fix: "check the provider's status or llm.baseUrl",
+        fix: `check the provider's status or ${entry.configPath}.baseUrl`,
       };
     }
-    return { name: "llm", verdict: "ok", detail: `${base} reachable (model ${model})` };
+    const listed = listedModels(body);
+    // Servers without a model list (or with one that omits aliases) are given the benefit of the doubt.
+    if (status !== 200 || !listed || listed.some((id) => sameModel(id, model))) {
+      return { name, verdict: "ok", detail: `${base} reachable (model ${model})` };
+    }
+    const retrieved = await probe(`${base}/models/${encodeURIComponent(model)}`, { headers });
+    if (retrieved.status === 404) {
+      const offered = listed.slice(0, 5).join(", ") + (listed.length > 5 ? ", …" : "");
+      return {
+        name,
+        verdict: "fail",
+        detail: `${base} has no model "${model}"${listed.length ? ` (it offers ${offered})` : ""}`,
+        fix: `check ${entry.modelHint}, or pull the model on a local server (ollama pull ${model})`,
+      };
+    }
+    return { name, verdict: "ok", detail: `${base} reachable (model ${model})` };
   } catch (error) {
     return {
-      name: "llm",
+      name,
       verdict: "fail",
       detail: `cannot reach ${base}: ${errorMessage(error)}`,
-      fix: "start the LLM server or correct OPENAI_BASE_URL / llm.baseUrl",
+      fix: `start the LLM server or correct ${entry.configPath === "llm" ? "OPENAI_BASE_URL / llm.baseUrl" : `${entry.configPath}.baseUrl`}`,
     };
   }
+}
+
+/** Model ids from a GET /models answer ({data: [{id}]}, as OpenAI, Ollama, llama.cpp and vLLM send). */
+function listedModels(body: unknown): string[] | null {
+  const data = (body as { data?: unknown } | null)?.data;
+  if (!Array.isArray(data)) return null;
+  return data.flatMap((item) => (typeof item?.id === "string" ? [item.id] : []));
+}
+
+/** Ollama lists `llama3.2:latest` for a model asked for as `llama3.2`. */
+function sameModel(listed: string, wanted: string): boolean {
+  return listed === wanted || listed === `${wanted}:latest`;
 }
 
 function enabled(channel: { enabled?: boolean }, token: string | undefined): boolean {
