@@ -123,7 +123,10 @@ export class MagpieApp {
     this.store = Store.open(config.dataDir);
     // File and shell tools (and shell cron jobs) work inside the workspace: it exists from the first start.
     mkdirSync(config.workspace, { recursive: true });
-    const model = options.model !== undefined ? options.model : createChatModel(config);
+    const model =
+      options.model !== undefined
+        ? options.model
+        : createChatModel(config, { logger: this.logger, now: () => this.clock.now() });
     this.model = model ? redactingModel(model, this.redactor) : null;
 
     const spill = new SpillStore(path.join(config.dataDir, "spill"), config.tools.spillThresholdChars);
