@@ -1,4 +1,3 @@
-import { systemClock } from "../core/clock.js";
 import { ChannelAccessControl } from "../security/access-control.js";
 import { Authority } from "../security/authority.js";
 import { pairCommand } from "../security/pair-command.js";
@@ -9,7 +8,7 @@ import type { MagpieFeature } from "./feature.js";
 export const accessFeature: MagpieFeature = {
   name: "access",
   setup(app) {
-    const pairing = new PairingStore(app.store.db, systemClock);
+    const pairing = new PairingStore(app.store.db, app.clock);
     const authority = new Authority(app.config, pairing, app.store.db);
     const access = new ChannelAccessControl(app.config, pairing, authority);
     app.setAccessControl(access);

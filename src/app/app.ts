@@ -329,6 +329,7 @@ export class MagpieApp {
     return {
       config: this.config,
       logger: this.logger,
+      clock: this.clock,
       store: this.store,
       redactor: this.redactor,
       commands: this.commands,

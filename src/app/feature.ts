@@ -3,6 +3,7 @@ import type { MagpieConfig } from "../config/schema.js";
 import type { AccessControl } from "../core/access.js";
 import type { AgentRunner } from "../core/agent-runner.js";
 import type { ApprovalGate } from "../core/approvals.js";
+import type { Clock } from "../core/clock.js";
 import type { CommandRegistry } from "../core/commands.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
@@ -24,6 +25,8 @@ export type { AgentRunner, ButtonHandler, HttpHandler, HttpRoutes, Messenger };
 export interface AppContext {
   config: MagpieConfig;
   logger: Logger;
+  /** The app's time source: features hand it to everything they build that reads the time. */
+  clock: Clock;
   store: Store;
   redactor: Redactor;
   commands: CommandRegistry;

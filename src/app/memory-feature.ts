@@ -9,7 +9,7 @@ export const memoryFeature: MagpieFeature = {
   name: "memory",
   setup(app) {
     const logger = app.logger.child({ component: "memory" });
-    const service = createMemoryService(app.config, app.store.db, logger);
+    const service = createMemoryService(app.config, app.store.db, logger, app.clock);
     const directory = new AgentDirectory(app.config.agents, app.config.routes, app.config.llm.model);
     app.services.memory = service;
     app.addHooks(memoryHooks(service, app.config, directory, logger));

@@ -1,4 +1,3 @@
-import { systemClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
 import type { MessagingService } from "../core/messenger.js";
 import { createPushoverNotifier } from "../notify/pushover.js";
@@ -23,7 +22,7 @@ export const schedulerFeature: MagpieFeature = {
       messenger: app.messenger,
       notifier,
       executor: createJobExecutor({ tools: app.tools, agent: app.agent, authority }),
-      clock: systemClock,
+      clock: app.clock,
       logger: app.logger.child({ module: "scheduler" }),
       settings: {
         timezone: config.timezone,

@@ -13,12 +13,14 @@ export const securityFeature: MagpieFeature = {
       logger: app.logger,
       redactor: app.redactor,
       authority: () => app.authority(),
+      clock: app.clock,
     });
     const questions = new QuestionGate({
       db: app.store.db,
       messenger: app.messenger,
       logger: app.logger,
       authority: () => app.authority(),
+      clock: app.clock,
     });
     // Approvals and questions: one port the tool registry asks through.
     app.setApprovalGate({

@@ -1,14 +1,20 @@
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
+import type { Clock } from "../core/clock.js";
 import type { Db } from "../store/index.js";
 import { OpenAiEmbedder } from "./embedder.js";
 import { MemoryService } from "./memory-service.js";
 
 /** The memory service for `config`: hybrid recall when `llm.embeddingModel` is set, keyword-only otherwise. */
-export function createMemoryService(config: MagpieConfig, db: Db, logger: Logger): MemoryService {
+export function createMemoryService(
+  config: MagpieConfig,
+  db: Db,
+  logger: Logger,
+  clock?: Clock,
+): MemoryService {
   const { embeddingModel, baseUrl, apiKey, timeoutMs, maxRetries } = config.llm;
   const embedder = embeddingModel
     ? new OpenAiEmbedder({ model: embeddingModel, baseUrl, apiKey, timeoutMs, maxRetries })
     : null;
-  return new MemoryService({ db, embedder, logger });
+  return new MemoryService({ db, embedder, logger, clock });
 }
