@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { ownersMemoryOf } from "../memory/service-of.js";
 import { defineTool, ToolError } from "./define-tool.js";
+import { ownersMemoryOf } from "./memory-of.js";
 
 export const memoryForgetTool = defineTool({
   name: "memory_forget",

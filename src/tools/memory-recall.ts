@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { ownersMemoryOf } from "../memory/service-of.js";
 import { defineTool } from "./define-tool.js";
+import { ownersMemoryOf } from "./memory-of.js";
 
 export const memoryRecallTool = defineTool({
   name: "memory_recall",

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { ownersMemoryOf } from "../memory/service-of.js";
 import { MEMORY_CATEGORIES } from "../memory/types.js";
 import { defineTool } from "./define-tool.js";
+import { ownersMemoryOf } from "./memory-of.js";
 
 export const memoryStoreTool = defineTool({
   name: "memory_store",

@@ -1,6 +1,6 @@
-import type { ToolContext, ToolServices } from "../tools/context.js";
-import { ToolError } from "../tools/define-tool.js";
-import type { MemoryService } from "./memory-service.js";
+import type { MemoryService } from "../memory/memory-service.js";
+import type { ToolContext, ToolServices } from "./context.js";
+import { ToolError } from "./define-tool.js";
 
 /** The memory service tools reach through `context.services.memory`. */
 export function memoryServiceOf(services: ToolServices): MemoryService {
