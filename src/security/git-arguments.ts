@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ToolError } from "../tools/define-tool.js";
+import { ToolError } from "../core/tool-error.js";
 import { GuardRefusal } from "./guard-refusal.js";
 import { sanitizedEnv } from "./shell-env.js";
 

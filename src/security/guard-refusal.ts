@@ -1,4 +1,4 @@
-import { ToolError } from "../tools/define-tool.js";
+import { ToolError } from "../core/tool-error.js";
 
 /**
  * A call refused by a security rule (file guard Deny, SSRF, git argument, shell policy). The code is the rule ID;

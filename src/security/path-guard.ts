@@ -1,6 +1,6 @@
 import fs from "node:fs/promises";
+import { ToolError } from "../core/tool-error.js";
 import type { ToolContext } from "../tools/context.js";
-import { ToolError } from "../tools/define-tool.js";
 import { type FileAccess, type GuardFinding, judgePath, strictest } from "./file-guard.js";
 import { GuardRefusal } from "./guard-refusal.js";
 import { isMagpieState } from "./magpie-state.js";

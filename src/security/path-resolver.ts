@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
-import { ToolError } from "../tools/define-tool.js";
+import { ToolError } from "../core/tool-error.js";
 import { GUARD_PATHS, isWithin, sensitiveLocations } from "./guard-path-lists.js";
 import { type MagpieStatePaths, magpieStatePaths } from "./magpie-state.js";
 

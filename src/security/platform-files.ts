@@ -1,4 +1,4 @@
-import { ToolError } from "../tools/define-tool.js";
+import { ToolError } from "../core/tool-error.js";
 import { GuardRefusal } from "./guard-refusal.js";
 import { type LookupPort, SafeHttpClient } from "./safe-http.js";
 

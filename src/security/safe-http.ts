@@ -1,6 +1,6 @@
 import dns from "node:dns/promises";
 import type { Dispatcher } from "undici";
-import { ToolError } from "../tools/define-tool.js";
+import { ToolError } from "../core/tool-error.js";
 import { GuardRefusal } from "./guard-refusal.js";
 import { readCapped } from "./read-capped.js";
 import {

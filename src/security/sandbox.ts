@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
 import { MagpieError } from "../core/errors.js";
-import { ToolError } from "../tools/define-tool.js";
+import { ToolError } from "../core/tool-error.js";
 import { magpieStatePaths } from "./magpie-state.js";
 
 export type SandboxMode = "auto" | "bwrap" | "off";

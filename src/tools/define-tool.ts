@@ -1,7 +1,9 @@
 import type { z } from "zod";
 import type { MagpieConfig } from "../config/schema.js";
-import { MagpieError } from "../core/errors.js";
 import type { ToolContext } from "./context.js";
+
+// Lives in the core so guards below the tools (security) can throw it; tools import it from here.
+export { ToolError } from "../core/tool-error.js";
 
 export type ToolRisk = "low" | "medium" | "high";
 
@@ -28,17 +30,6 @@ export function defineTool<Schema extends z.ZodType>(tool: {
   execute(input: z.output<Schema>, context: ToolContext): Promise<ToolOutput> | ToolOutput;
 }): Tool<z.output<Schema>> {
   return tool as unknown as Tool<z.output<Schema>>;
-}
-
-/**
- * A failure the model can act on. `code` is a rule ID for guard refusals (`file.system_path_read`,
- * `ssrf.private_address`) or a short error code; it reaches the model as `{"ok":false,"error":{code,message}}`.
- */
-export class ToolError extends MagpieError {
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(code, message, options);
-    this.name = "ToolError";
-  }
 }
 
 /** The JSON text a failed call returns to the model. */

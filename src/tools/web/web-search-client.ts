@@ -1,7 +1,7 @@
 import { load } from "cheerio";
 import { z } from "zod";
+import { ToolError } from "../../core/tool-error.js";
 import { SafeHttpClient } from "../../security/safe-http.js";
-import { ToolError } from "../define-tool.js";
 
 export interface SearchResult {
   title: string;
