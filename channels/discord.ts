@@ -29,8 +29,8 @@ import type {
 } from "../src/core/types.js";
 import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
+import type { ChannelDeps } from "./channel-deps.js";
 import { renderParts } from "./format/chunk.js";
-import type { ChannelDeps } from "./index.js";
 import { sendParts } from "./send-parts.js";
 import { StatusTracker } from "./status-tracker.js";
 

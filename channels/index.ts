@@ -1,15 +1,8 @@
-import type { Logger } from "pino";
 import type { MagpieConfig } from "../src/config/schema.js";
 import type { ChannelAdapter } from "../src/core/types.js";
-import type { HttpRoutes } from "../src/http/routes.js";
-import type { Store } from "../src/store/index.js";
+import type { ChannelDeps } from "./channel-deps.js";
 
-export interface ChannelDeps {
-  config: MagpieConfig;
-  logger: Logger;
-  http: HttpRoutes;
-  store: Store;
-}
+export type { ChannelDeps };
 
 /** Which chat channels are on: `channels.<name>.enabled`, or by default whether its token is present. */
 export function enabledChatChannels(config: MagpieConfig): Array<"telegram" | "discord" | "slack"> {

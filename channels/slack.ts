@@ -16,10 +16,10 @@ import type {
 } from "../src/core/types.js";
 import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
+import type { ChannelDeps } from "./channel-deps.js";
 import { chunkMarkdown, type RenderedPart, renderParts } from "./format/chunk.js";
 import { escapeText, renderMarkdown } from "./format/markdown.js";
 import { Pacer } from "./format/pacer.js";
-import type { ChannelDeps } from "./index.js";
 import { formattedOrPlain, sendParts } from "./send-parts.js";
 import { AckAfterProcessingSocketReceiver } from "./slack-socket-receiver.js";
 import { StatusTracker } from "./status-tracker.js";

@@ -17,10 +17,10 @@ import { GuardRefusal } from "../src/security/guard-refusal.js";
 import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
 import { ButtonIdMap } from "./button-ids.js";
+import type { ChannelDeps } from "./channel-deps.js";
 import { type RenderedPart, renderParts } from "./format/chunk.js";
 import { renderMarkdown } from "./format/markdown.js";
 import { type Pacer, telegramPacer } from "./format/pacer.js";
-import type { ChannelDeps } from "./index.js";
 import { formattedOrPlain, sendParts } from "./send-parts.js";
 import { StatusTracker } from "./status-tracker.js";
 

@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { ChannelDeps } from "../../channels/index.js";
+import type { ChannelDeps } from "../../channels/channel-deps.js";
 import { parseConfig } from "../../src/config/load.js";
 import type { AcceptResult, ButtonPress, InboundMessage, InboundSink } from "../../src/core/types.js";
 import type { HttpHandler, HttpRoutes } from "../../src/http/routes.js";
