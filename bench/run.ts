@@ -6,6 +6,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   startup: () => import("./startup.js"),
   memory: () => import("./memory.js"),
   sandbox: () => import("./sandbox.js"),
+  spend: () => import("./spend.js"),
 };
 
 async function main(): Promise<void> {

@@ -3,6 +3,13 @@ import type { MagpieFeature } from "./feature.js";
 import { memoryFeature } from "./memory-feature.js";
 import { schedulerFeature } from "./scheduler-feature.js";
 import { securityFeature } from "./security-feature.js";
+import { usageFeature } from "./usage-feature.js";
 
 /** Every feature, set up in this order. Each feature adds one line here. */
-export const features: MagpieFeature[] = [accessFeature, securityFeature, memoryFeature, schedulerFeature];
+export const features: MagpieFeature[] = [
+  accessFeature,
+  securityFeature,
+  memoryFeature,
+  schedulerFeature,
+  usageFeature,
+];

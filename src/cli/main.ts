@@ -19,6 +19,7 @@ Commands:
   memory search|add|forget|list|export
   cron list|add|remove|run|runs
   send <channel> <chatId> <text>   deliver a message through the outbox
+  usage [--since <date>] [--json]  LLM usage and cost by model and by origin
   help                  show this text
 `;
 

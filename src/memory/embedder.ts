@@ -1,6 +1,8 @@
 import type OpenAI from "openai";
 import { z } from "zod";
 import { MagpieError } from "../core/errors.js";
+import type { LlmUsage } from "../core/spend.js";
+import { estimateTokens } from "../llm/tokens.js";
 import { normalize } from "./vector-math.js";
 
 /** Turns texts into unit-length vectors. `model` tags stored vectors so a model change is detected. */
@@ -11,6 +13,8 @@ export interface Embedder {
    * they give up sooner and don't retry; what they miss is embedded later in the background.
    */
   embed(texts: string[], options?: { interactive?: boolean; signal?: AbortSignal }): Promise<Float32Array[]>;
+  /** Told what each embeddings request used, for the usage ledger (set by the usage feature). */
+  onUsage?: (usage: LlmUsage) => void;
 }
 
 export interface OpenAiEmbedderOptions {
@@ -21,10 +25,12 @@ export interface OpenAiEmbedderOptions {
   maxRetries: number;
   /** Texts per request. */
   batchSize?: number;
+  onUsage?: (usage: LlmUsage) => void;
 }
 
 const embeddingResponseSchema = z.object({
   data: z.array(z.object({ index: z.number().int().min(0), embedding: z.array(z.number()) })),
+  usage: z.object({ prompt_tokens: z.number().int().min(0) }).optional(),
 });
 
 /** Someone is waiting: don't let a slow endpoint hold a turn for the full LLM timeout. */
@@ -33,12 +39,14 @@ const INTERACTIVE_TIMEOUT_MS = 10_000;
 /** Embeddings through any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, llama.cpp, vLLM …). */
 export class OpenAiEmbedder implements Embedder {
   readonly model: string;
+  onUsage?: (usage: LlmUsage) => void;
   private client: Promise<OpenAI> | undefined;
   private readonly batchSize: number;
 
   constructor(private readonly options: OpenAiEmbedderOptions) {
     this.model = options.model;
     this.batchSize = options.batchSize ?? 64;
+    this.onUsage = options.onUsage;
   }
 
   /** The SDK loads on the first embedding request, not at start-up. */
@@ -82,9 +90,26 @@ export class OpenAiEmbedder implements Embedder {
           `The embeddings endpoint returned an unexpected response for model "${this.model}". Check llm.embeddingModel and llm.baseUrl.`,
         );
       }
+      this.reportUsage(batch, parsed.data.usage?.prompt_tokens);
       const ordered = [...parsed.data.data].sort((a, b) => a.index - b.index);
       for (const item of ordered) vectors.push(normalize(item.embedding));
     }
     return vectors;
+  }
+
+  /** The provider's count, or an estimate marked as one; a failing listener never fails the embedding. */
+  private reportUsage(batch: string[], promptTokens: number | undefined): void {
+    if (!this.onUsage) return;
+    try {
+      this.onUsage({
+        kind: "embedding",
+        model: this.model,
+        promptTokens: promptTokens ?? batch.reduce((sum, text) => sum + estimateTokens(text), 0),
+        completionTokens: 0,
+        estimated: promptTokens === undefined,
+      });
+    } catch {
+      // The ledger logs its own failures; memory keeps working.
+    }
   }
 }

@@ -37,6 +37,8 @@ export interface StoreOutcome {
 /** Long-term memory of every agent: store, hybrid recall (BM25 + vectors), forget. */
 export class MemoryService {
   readonly repository: MemoryRepository;
+  /** Null: keyword search only. The usage feature listens to its requests (`onUsage`). */
+  readonly embedder: Embedder | null;
   private readonly indexes: VectorIndexes;
   private readonly sync: EmbeddingSync | null;
   private readonly logger: Logger;
@@ -47,6 +49,7 @@ export class MemoryService {
     this.indexes = new VectorIndexes(this.repository);
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
+    this.embedder = options.embedder;
     this.sync = options.embedder
       ? new EmbeddingSync(this.repository, options.embedder, this.indexes, this.logger)
       : null;

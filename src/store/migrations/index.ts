@@ -8,6 +8,7 @@ import { jobAuthorityMigration } from "./006-job-authority.js";
 import { memoryVisibilityMigration } from "./007-memory-visibility.js";
 import { tasksMigration } from "./008-tasks.js";
 import { questionsMigration } from "./009-questions.js";
+import { usageMigration } from "./010-usage.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
 export interface Migration {
@@ -18,7 +19,7 @@ export interface Migration {
 
 /**
  * Every migration, in order. Numbers are reserved per feature so parallel work never collides:
- * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals, 006 job authority, 007 memory visibility, 008 tasks (subagents), 009 questions.
+ * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals, 006 job authority, 007 memory visibility, 008 tasks (subagents), 009 questions, 010 usage.
  */
 export const migrations: Migration[] = [
   coreMigration,
@@ -30,4 +31,5 @@ export const migrations: Migration[] = [
   memoryVisibilityMigration,
   tasksMigration,
   questionsMigration,
+  usageMigration,
 ];

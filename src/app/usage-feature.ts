@@ -1,0 +1,51 @@
+import { createPushoverNotifier } from "../notify/pushover.js";
+import { SpendGuard } from "../usage/spend-guard.js";
+import { usageCommand } from "../usage/usage-command.js";
+import type { MagpieFeature } from "./feature.js";
+
+/** Where memory's embeddings are filed in the ledger: no turn, no chat — memory's own line. */
+const MEMORY = { origin: "memory", sessionKey: "memory" };
+
+/**
+ * Spend: the usage ledger and the hard budgets around every LLM call (the turn engine's `SpendPort`), memory's
+ * embeddings in the same ledger, the owner's one Pushover alert per cap and period, and `/usage`. Set up after
+ * the memory feature, whose embedder it listens to.
+ */
+export const usageFeature: MagpieFeature = {
+  name: "usage",
+  setup(app) {
+    const { config } = app;
+    const logger = app.logger.child({ component: "usage" });
+    const notifier = app.services.notifier ?? createPushoverNotifier(config.notify.pushover);
+    const guard = new SpendGuard({
+      db: app.store.db,
+      budgets: config.budgets,
+      prices: config.llm.prices,
+      timeZone: config.timezone,
+      logger,
+      clock: app.clock,
+      ...(notifier.configured ? { alert: (alert) => notifier.send({ ...alert, priority: 1 }) } : {}),
+    });
+    app.setSpendPort(guard);
+
+    const embedder = app.services.memory?.embedder;
+    if (embedder) {
+      embedder.onUsage = (usage) => {
+        try {
+          guard.recordUnscoped(MEMORY, usage);
+        } catch (error) {
+          logger.error({ err: error }, "usage-record-failed");
+        }
+      };
+    }
+
+    const usdCaps = Object.entries(config.budgets).filter(([, cap]) => cap?.usd !== undefined);
+    if (usdCaps.length > 0 && !config.llm.prices[config.llm.model]) {
+      logger.warn(
+        { model: config.llm.model, caps: usdCaps.map(([name]) => `budgets.${name}.usd`) },
+        "USD budgets count only priced calls: set llm.prices for the model, or its calls cost $0 against them",
+      );
+    }
+    app.commands.register(usageCommand(app.store.db, config.timezone, app.clock));
+  },
+};

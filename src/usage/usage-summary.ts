@@ -1,0 +1,101 @@
+import type { Db } from "../store/index.js";
+
+/** Sums over a set of ledger rows. */
+export interface UsageTotals {
+  calls: number;
+  promptTokens: number;
+  completionTokens: number;
+  tokens: number;
+  /** USD of the priced calls; null when none of them had a price. */
+  costUsd: number | null;
+  /** Calls whose counts are estimates (the provider sent no `usage`). */
+  estimatedCalls: number;
+  /** Calls with no `llm.prices` entry for their model: not in `costUsd`. */
+  unpricedCalls: number;
+}
+
+export interface ModelUsage extends UsageTotals {
+  model: string;
+  kind: string;
+}
+
+/** Who spent: a chat session, a scheduled job (all its runs), or memory's embeddings. */
+export interface OriginUsage extends UsageTotals {
+  /** `job:<id>`, `memory`, or the session key (`telegram:777` …). */
+  key: string;
+  kind: "chat" | "job" | "memory";
+  /** For a job: its id and name (null once deleted). */
+  jobId?: number;
+  jobName?: string | null;
+}
+
+export interface UsageSummary {
+  since: number;
+  until: number;
+  totals: UsageTotals;
+  byModel: ModelUsage[];
+  byOrigin: OriginUsage[];
+}
+
+interface TotalsRow {
+  calls: number;
+  prompt: number | null;
+  completion: number | null;
+  estimated: number | null;
+  cost: number | null;
+  unpriced: number | null;
+}
+
+const TOTALS = `COUNT(*) AS calls, SUM(prompt_tokens) AS prompt, SUM(completion_tokens) AS completion,
+  SUM(estimated) AS estimated, SUM(cost_usd) AS cost, SUM(cost_usd IS NULL) AS unpriced`;
+
+const ORIGIN_KEY = `CASE WHEN job_id IS NOT NULL THEN 'job:' || job_id
+  WHEN origin = 'memory' THEN 'memory' ELSE session_key END`;
+
+function totalsOf(row: TotalsRow): UsageTotals {
+  const promptTokens = row.prompt ?? 0;
+  const completionTokens = row.completion ?? 0;
+  return {
+    calls: row.calls,
+    promptTokens,
+    completionTokens,
+    tokens: promptTokens + completionTokens,
+    costUsd: row.cost,
+    estimatedCalls: row.estimated ?? 0,
+    unpricedCalls: row.unpriced ?? 0,
+  };
+}
+
+/** Totals by model and by origin for calls in [since, until): what `/usage`, the CLI and the dashboard show. */
+export function summarizeUsage(db: Db, since: number, until: number): UsageSummary {
+  const totals = totalsOf(
+    db.prepare(`SELECT ${TOTALS} FROM llm_usage WHERE at >= ? AND at < ?`).get(since, until) as TotalsRow,
+  );
+  const byModel = (
+    db
+      .prepare(
+        `SELECT model, kind, ${TOTALS} FROM llm_usage WHERE at >= ? AND at < ?
+         GROUP BY model, kind ORDER BY SUM(prompt_tokens + completion_tokens) DESC, model`,
+      )
+      .all(since, until) as Array<TotalsRow & { model: string; kind: string }>
+  ).map((row) => ({ model: row.model, kind: row.kind, ...totalsOf(row) }));
+  const byOrigin = (
+    db
+      .prepare(
+        `SELECT ${ORIGIN_KEY} AS origin_key, MIN(job_id) AS job_id, MIN(cron_jobs.name) AS job_name, ${TOTALS}
+         FROM llm_usage LEFT JOIN cron_jobs ON cron_jobs.id = llm_usage.job_id
+         WHERE at >= ? AND at < ?
+         GROUP BY origin_key ORDER BY SUM(prompt_tokens + completion_tokens) DESC, origin_key`,
+      )
+      .all(since, until) as Array<
+      TotalsRow & { origin_key: string; job_id: number | null; job_name: string | null }
+    >
+  ).map((row): OriginUsage => {
+    const base = totalsOf(row);
+    if (row.job_id !== null) {
+      return { key: row.origin_key, kind: "job", jobId: row.job_id, jobName: row.job_name, ...base };
+    }
+    return { key: row.origin_key, kind: row.origin_key === "memory" ? "memory" : "chat", ...base };
+  });
+  return { since, until, totals, byModel, byOrigin };
+}
