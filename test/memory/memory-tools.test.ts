@@ -8,6 +8,7 @@ import { memoryRecallTool } from "../../src/tools/memory-recall.js";
 import { memoryStoreTool } from "../../src/tools/memory-store.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
 import { type OpenAiFake, startOpenAiFake } from "../fakes/openai.js";
+import { ownerCallContext } from "../helpers/call-context.js";
 import { openMemory, tempDir, testConfig } from "./helpers.js";
 
 const TOOLS = ["memory_store", "memory_recall", "memory_forget"];
@@ -38,21 +39,10 @@ describe("memory tools through the tool registry", () => {
     registry.register(memoryStoreTool, memoryRecallTool, memoryForgetTool);
     let callId = 0;
     const call = async (name: string, args: unknown, agent = "main"): Promise<Record<string, unknown>> => {
-      const context: ToolCallContext = {
-        sessionKey: "telegram:1",
-        agent,
-        target: { channel: "telegram", chatId: "1" },
-        userId: "7",
-        signal: new AbortController().signal,
-        depth: 0,
-        origin: "user" as const,
-        sender: { channel: "test", userId: "owner", role: "owner" as const },
-        canAsk: true,
-        approver: {
-          target: { channel: "test", chatId: "chat" },
-          identity: { channel: "test", userId: "owner", role: "owner" as const },
-        },
-      };
+      const context: ToolCallContext = ownerCallContext(
+        { channel: "telegram", chatId: "1" },
+        { agent, userId: "7", sender: { channel: "telegram", userId: "7", role: "owner" } },
+      );
       const text = await registry.execute(
         { id: `call_${++callId}`, type: "function", function: { name, arguments: JSON.stringify(args) } },
         TOOLS,

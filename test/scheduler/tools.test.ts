@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import type { ToolCallContext } from "../../src/core/tool-runtime.js";
 import { type PushoverFake, startPushoverFake } from "../fakes/pushover.js";
+import { ownerCallContext } from "../helpers/call-context.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 import { RecordingChannel } from "../helpers/recording-channel.js";
 
@@ -23,21 +24,11 @@ describe("scheduling and communication tools", () => {
   let channel: RecordingChannel;
   let calls = 0;
 
-  const context: ToolCallContext = {
-    sessionKey: "test:chat-1",
-    agent: "main",
-    target: { channel: "test", chatId: "chat-1", replyToMessageId: "m9" },
-    userId: "owner",
-    signal: new AbortController().signal,
-    depth: 0,
-    origin: "user" as const,
-    sender: { channel: "test", userId: "owner", role: "owner" as const },
-    canAsk: true,
-    approver: {
-      target: { channel: "test", chatId: "chat" },
-      identity: { channel: "test", userId: "owner", role: "owner" as const },
-    },
-  };
+  const context: ToolCallContext = ownerCallContext({
+    channel: "test",
+    chatId: "chat-1",
+    replyToMessageId: "m9",
+  });
 
   async function call(name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
     const text = await test.app.tools.execute(
@@ -246,21 +237,7 @@ describe("pushover tool without configuration", () => {
       const text = await test.app.tools.execute(
         { id: "1", type: "function", function: { name: "pushover", arguments: '{"message":"hi"}' } },
         ["pushover"],
-        {
-          sessionKey: "test:c",
-          agent: "main",
-          target: { channel: "test", chatId: "c" },
-          userId: "u",
-          signal: new AbortController().signal,
-          depth: 0,
-          origin: "user" as const,
-          sender: { channel: "test", userId: "owner", role: "owner" as const },
-          canAsk: true,
-          approver: {
-            target: { channel: "test", chatId: "chat" },
-            identity: { channel: "test", userId: "owner", role: "owner" as const },
-          },
-        },
+        ownerCallContext({ channel: "test", chatId: "c" }),
       );
       expect(JSON.parse(text)).toMatchObject({
         ok: false,

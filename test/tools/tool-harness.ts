@@ -12,6 +12,7 @@ import type { ToolServices } from "../../src/tools/context.js";
 import type { Tool } from "../../src/tools/define-tool.js";
 import { builtinTools } from "../../src/tools/index.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
+import { ownerCallContext } from "../helpers/call-context.js";
 
 /** The tools under test here (other features' tools need services this harness doesn't build). */
 const OWN_TOOLS = new Set([
@@ -133,19 +134,7 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
         { id: `call-${++callId}`, type: "function", function: { name, arguments: JSON.stringify(args) } },
         names,
         {
-          sessionKey,
-          agent: "main",
-          target: { channel: "test", chatId: "chat" },
-          userId: "owner",
-          signal: new AbortController().signal,
-          depth: 0,
-          origin: "user" as const,
-          sender: { channel: "test", userId: "owner", role: "owner" as const },
-          canAsk: true,
-          approver: {
-            target: { channel: "test", chatId: "chat" },
-            identity: { channel: "test", userId: "owner", role: "owner" as const },
-          },
+          ...ownerCallContext({ channel: "test", chatId: "chat" }, { sessionKey }),
           ...options.callContext,
         },
       ),

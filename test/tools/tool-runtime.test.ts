@@ -11,6 +11,7 @@ import { cleanSchema, toToolParameters } from "../../src/tools/json-schema.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
 import { SpillStore } from "../../src/tools/spill.js";
 import { spillReadTool } from "../../src/tools/spill-read.js";
+import { ownerCallContext } from "../helpers/call-context.js";
 import { testConfig } from "../helpers/harness.js";
 
 const secretTool = defineTool({
@@ -48,21 +49,7 @@ function makeRegistry(approvalsRequire: string[] = []) {
     },
     spill,
   }).register(secretTool, bigTool, spillReadTool);
-  const context = {
-    sessionKey: "s",
-    agent: "main",
-    target: { channel: "test", chatId: "c" },
-    userId: "u",
-    signal: new AbortController().signal,
-    depth: 0,
-    origin: "user" as const,
-    sender: { channel: "test", userId: "owner", role: "owner" as const },
-    canAsk: true,
-    approver: {
-      target: { channel: "test", chatId: "chat" },
-      identity: { channel: "test", userId: "owner", role: "owner" as const },
-    },
-  };
+  const context = ownerCallContext({ channel: "test", chatId: "c" }, { sessionKey: "s", userId: "u" });
   return { registry, store, context, decisions };
 }
 
