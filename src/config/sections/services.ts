@@ -30,10 +30,7 @@ export const llmSchema = z
     cooldownSecs: positiveInt.default(300),
     /** USD per million tokens, per model name, for the usage ledger's cost column and USD budgets. */
     prices: z
-      .record(
-        z.string().min(1),
-        z.strictObject({ input: z.number().min(0), output: z.number().min(0) }),
-      )
+      .record(z.string().min(1), z.strictObject({ input: z.number().min(0), output: z.number().min(0) }))
       .default({}),
     /** Also accept tool calls written in the answer text (<tool_call>{…}</tool_call> or fenced JSON). */
     textToolCalls: z.boolean().default(false),
