@@ -1,4 +1,7 @@
 import path from "node:path";
+import { isWithin } from "./paths.js";
+
+export { isWithin };
 
 /**
  * The path lists of docs/file-guard.md, in one place. Directory entries are prefixes (the directory and
@@ -78,12 +81,6 @@ export const GUARD_PATHS = {
   /** A path component that marks repository internals (`file.protected_file_overwrite`). */
   protectedComponent: ".git",
 } as const;
-
-/** True when `child` is `parent` or below it (both absolute, normalized). */
-export function isWithin(child: string, parent: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
-}
 
 const underAny = (candidate: string, prefixes: readonly string[]) =>
   prefixes.some((prefix) => isWithin(candidate, prefix));

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MagpieConfig } from "../config/schema.js";
-import { isWithin } from "./guard-path-lists.js";
+import { expandHome, isWithin } from "./paths.js";
 
 /** Magpie's own state (DESIGN.md → Security, rule `file.magpie_state`): what the agent's tools must never reach. */
 export interface MagpieStatePaths {
@@ -44,11 +44,6 @@ function realOrSelf(target: string): string {
   } catch {
     return path.resolve(target);
   }
-}
-
-function expandHome(entry: string, home: string): string {
-  if (entry === "~") return home;
-  return entry.startsWith("~/") ? path.join(home, entry.slice(2)) : entry;
 }
 
 /** Both the given and the real form of each path, so a symlinked location matches either way. */

@@ -6,6 +6,9 @@ import type { MagpieConfig } from "../config/schema.js";
 import { ToolError } from "../core/tool-error.js";
 import { GUARD_PATHS, isWithin, sensitiveLocations } from "./guard-path-lists.js";
 import { type MagpieStatePaths, magpieStatePaths } from "./magpie-state.js";
+import { expandHome } from "./paths.js";
+
+export { expandHome };
 
 /** A tool path after normalization: where it really lands, judged by the file guard. */
 export interface ResolvedPath {
@@ -44,13 +47,6 @@ export function scopeOf(config: MagpieConfig, home = os.homedir()): PathScope {
     home,
     state: magpieStatePaths(config, home),
   };
-}
-
-/** `~` and `~/x` → the home directory. `~user` is not expanded (it stays a literal relative name). */
-export function expandHome(requested: string, home: string): string {
-  if (requested === "~") return home;
-  if (requested.startsWith("~/")) return path.join(home, requested.slice(2));
-  return requested;
 }
 
 export { isWithin };

@@ -6,6 +6,7 @@ import type { MagpieConfig } from "../config/schema.js";
 import { MagpieError } from "../core/errors.js";
 import { ToolError } from "../core/tool-error.js";
 import { magpieStatePaths } from "./magpie-state.js";
+import { expandHome, isWithin } from "./paths.js";
 
 export type SandboxMode = "auto" | "bwrap" | "off";
 
@@ -129,11 +130,6 @@ export async function requireSandboxStatus(
   return status;
 }
 
-function expandHome(entry: string, home: string): string {
-  if (entry === "~") return home;
-  return entry.startsWith("~/") ? path.join(home, entry.slice(2)) : entry;
-}
-
 /** The plan for this configuration; `home` is the home directory the file tools use (a test's stand-in). */
 export function sandboxPlan(
   config: Pick<MagpieConfig, "sourcePath" | "envFiles" | "dataDir" | "workspace" | "tools">,
@@ -150,11 +146,6 @@ export function sandboxPlan(
 }
 
 type Mount = { target: string; kind: "hide" | "expose"; always?: "dir" };
-
-function isWithin(child: string, parent: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
-}
 
 function depth(target: string): number {
   return target === "/" ? 0 : target.split("/").length - 1;

@@ -5,6 +5,7 @@ import { checkGitArgument, gitEnvironment, HARDENING, neutralizeDrivers } from "
 import { GuardRefusal } from "../security/guard-refusal.js";
 import { ensureWorkspace } from "../security/path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
+import { isWithin } from "../security/paths.js";
 import { type SandboxPlan, toolSandbox } from "../security/sandbox.js";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
@@ -98,11 +99,6 @@ async function openRepository(context: ToolContext, cwd: string, roots: string[]
   );
   session.overrides = neutralizeDrivers(drivers);
   return session;
-}
-
-function isWithin(child: string, parent: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
 }
 
 function pathspec(list: string[] | undefined): string[] {
