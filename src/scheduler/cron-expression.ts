@@ -55,6 +55,24 @@ function dayMatcher(dayFields: string): ScheduledTask {
   return matcher;
 }
 
+/** Vixie cron leaves a day field unrestricted when it starts with `*` (so a stepped `*` such as every-other-day counts as unrestricted). */
+const unrestricted = (field: string) => field.startsWith("*") || field === "?";
+
+/**
+ * Whether a calendar day runs: when both day-of-month and day-of-week are restricted, a day matching
+ * **either** runs (`0 9 1 * 1` = the 1st and every Monday), as in a crontab; otherwise both must match.
+ */
+function dayRule(dayOfMonth: string, month: string, dayOfWeek: string): (wall: WallTime) => boolean {
+  const dateOf = (wall: WallTime) => new Date(Date.UTC(wall.year, wall.month - 1, wall.day));
+  if (unrestricted(dayOfMonth) || unrestricted(dayOfWeek)) {
+    const matcher = dayMatcher(`${dayOfMonth} ${month} ${dayOfWeek}`);
+    return (wall) => matcher.match(dateOf(wall));
+  }
+  const byDate = dayMatcher(`${dayOfMonth} ${month} *`);
+  const byWeekday = dayMatcher(`* ${month} ${dayOfWeek}`);
+  return (wall) => byDate.match(dateOf(wall)) || byWeekday.match(dateOf(wall));
+}
+
 /** Validates and compiles `expression` for `timeZone`; throws SchedulerError naming the problem. */
 export function compileCron(expression: string, timeZone: string): CronSchedule {
   const problem = cronProblem(expression);
@@ -70,7 +88,7 @@ export function compileCron(expression: string, timeZone: string): CronSchedule 
   const resolved = NICKNAMES[expression.trim().toLowerCase()] ?? expression;
   const raw = resolved.trim().split(/\s+/);
   const six = raw.length === 5 ? ["0", ...raw] : raw;
-  const matcher = dayMatcher(six.slice(3).join(" "));
+  const dayMatches = dayRule(six[3]!, six[4]!, six[5]!);
   const seconds = [...fields.second].sort((a, b) => a - b);
   const minutes = [...fields.minute].sort((a, b) => a - b);
   const hours = [...fields.hour].sort((a, b) => a - b);
@@ -78,9 +96,6 @@ export function compileCron(expression: string, timeZone: string): CronSchedule 
   // repeated hour). A job pinned to hours runs once per wall-clock time: a time skipped by spring-forward
   // runs shifted by the gap, a time repeated by fall-back runs at its first occurrence only.
   const everyHour = hours.length === 24;
-
-  const dayMatches = (wall: WallTime) =>
-    matcher.match(new Date(Date.UTC(wall.year, wall.month - 1, wall.day)));
 
   const candidatesFor = (wall: WallTime): number[] => {
     const instants = instantsOf(wall, timeZone);

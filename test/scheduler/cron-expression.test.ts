@@ -78,3 +78,126 @@ describe("cron expressions", () => {
     expect(performance.now() - started).toBeLessThan(2000);
   });
 });
+
+describe("day-of-month and day-of-week (Vixie cron)", () => {
+  it("runs `0 9 1 * 1` on the 1st and on every Monday", () => {
+    // 2026-01-01 is a Thursday; 2026-02-01 a Sunday.
+    expect(runs("0 9 1 * 1", "UTC", Date.UTC(2025, 11, 31), 7)).toEqual([
+      "2026-01-01T09:00:00.000Z",
+      "2026-01-05T09:00:00.000Z",
+      "2026-01-12T09:00:00.000Z",
+      "2026-01-19T09:00:00.000Z",
+      "2026-01-26T09:00:00.000Z",
+      "2026-02-01T09:00:00.000Z",
+      "2026-02-02T09:00:00.000Z",
+    ]);
+  });
+
+  it("keeps AND when either day field starts with `*` (as Vixie does for `*/2`)", () => {
+    // Odd days that are Mondays: 2026-01-05, 2026-01-19, 2026-02-09 …
+    expect(runs("0 0 */2 * 1", "UTC", Date.UTC(2026, 0, 1), 3)).toEqual([
+      "2026-01-05T00:00:00.000Z",
+      "2026-01-19T00:00:00.000Z",
+      "2026-02-09T00:00:00.000Z",
+    ]);
+    expect(runs("0 0 13 * *", "UTC", Date.UTC(2026, 0, 1), 2)).toEqual([
+      "2026-01-13T00:00:00.000Z",
+      "2026-02-13T00:00:00.000Z",
+    ]);
+  });
+
+  it("agrees with an independent crontab matcher on a few hundred random expressions and fixed-offset zones", () => {
+    const random = seeded(15);
+    const zones: Array<[string, number]> = [
+      ["UTC", 0],
+      ["Asia/Kolkata", 330],
+      ["America/Sao_Paulo", -180],
+      ["Asia/Tokyo", 540],
+    ];
+    const starts = [Date.UTC(2026, 0, 1, 0, 0), Date.UTC(2026, 1, 27, 13, 7), Date.UTC(2027, 11, 31, 23, 59)];
+    let compared = 0;
+    for (let index = 0; index < 300; index++) {
+      const expression = [
+        randomField(random, 0, 59),
+        randomField(random, 0, 23),
+        randomField(random, 1, 31),
+        randomField(random, 1, 12),
+        randomField(random, 0, 6),
+      ].join(" ");
+      const [zone, offsetMinutes] = zones[index % zones.length]!;
+      const from = starts[index % starts.length]!;
+      const expected = oracleRuns(expression, offsetMinutes, from, 4);
+      expect(runs(expression, zone, from, expected.length), `${expression} in ${zone}`).toEqual(expected);
+      compared++;
+    }
+    expect(compared).toBe(300);
+  });
+});
+
+/** A small deterministic PRNG so a failure reproduces. */
+function seeded(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return state / 2_147_483_648;
+  };
+}
+
+function randomField(random: () => number, low: number, high: number): string {
+  const pick = () => low + Math.floor(random() * (high - low + 1));
+  const roll = random();
+  if (roll < 0.35) return "*";
+  if (roll < 0.55) return String(pick());
+  if (roll < 0.7) return `*/${2 + Math.floor(random() * 5)}`;
+  if (roll < 0.85) {
+    const [a, b] = [pick(), pick()].sort((x, y) => x - y);
+    return `${a}-${b}`;
+  }
+  return [...new Set([pick(), pick(), pick()])].join(",");
+}
+
+/** An independent reading of a 5-field crontab line (numbers, ranges, steps, lists), Vixie day rule. */
+function oracleField(field: string, low: number, high: number): Set<number> {
+  const values = new Set<number>();
+  for (const part of field.split(",")) {
+    const [range, stepText] = part.split("/");
+    const step = stepText ? Number(stepText) : 1;
+    let [from, to] = [low, high];
+    if (range !== "*") {
+      const [a, b] = range!.split("-").map(Number);
+      from = a!;
+      to = b ?? a!;
+    }
+    for (let value = from; value <= to; value += step) values.add(value);
+  }
+  return values;
+}
+
+function oracleRuns(expression: string, offsetMinutes: number, from: number, count: number): string[] {
+  const [minute, hour, dom, month, dow] = expression.split(" ") as [string, string, string, string, string];
+  const minutes = oracleField(minute, 0, 59);
+  const hours = oracleField(hour, 0, 23);
+  const days = oracleField(dom, 1, 31);
+  const months = oracleField(month, 1, 12);
+  const weekdays = oracleField(dow, 0, 6);
+  const both = !dom.startsWith("*") && !dow.startsWith("*");
+  const out: string[] = [];
+  const offset = offsetMinutes * 60_000;
+  // Walk local days; within a day, local minutes in order.
+  const startLocal = new Date(from + offset);
+  let day = Date.UTC(startLocal.getUTCFullYear(), startLocal.getUTCMonth(), startLocal.getUTCDate());
+  for (let dayIndex = 0; dayIndex < 366 * 9 && out.length < count; dayIndex++, day += 86_400_000) {
+    const date = new Date(day);
+    if (!months.has(date.getUTCMonth() + 1)) continue;
+    const byDate = days.has(date.getUTCDate());
+    const byWeekday = weekdays.has(date.getUTCDay());
+    if (!(both ? byDate || byWeekday : byDate && byWeekday)) continue;
+    for (const h of [...hours].sort((a, b) => a - b)) {
+      for (const m of [...minutes].sort((a, b) => a - b)) {
+        const instant = day + (h * 60 + m) * 60_000 - offset;
+        if (instant > from && out.length < count) out.push(iso(instant));
+      }
+    }
+  }
+  return out;
+}
