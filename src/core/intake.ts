@@ -161,6 +161,7 @@ export class Intake implements InboundSink {
     try {
       this.options.store.audit.record({
         sessionKey,
+        sender: `${sender.channel}:${sender.userId} (${sender.role})`,
         tool: action,
         arguments: JSON.stringify({ args: args.slice(0, 200), sender: `${sender.channel}:${sender.userId}` }),
         verdict: "deny",

@@ -162,6 +162,7 @@ export class ChatApprovalGate implements ApprovalGate {
     try {
       this.options.store.audit.record({
         sessionKey: sessionKey ?? undefined,
+        sender: `${decider.channel}:${decider.userId} (guest)`,
         tool: "approval",
         arguments: JSON.stringify({ id, attemptedBy: `${decider.channel}:${decider.userId}` }),
         verdict: "deny",

@@ -3,6 +3,8 @@ import type { Db } from "./database.js";
 export interface AuditEntry {
   sessionKey?: string;
   agent?: string;
+  /** Whose authority the call ran under: `<channel>:<userId> (<role>)`. */
+  sender?: string;
   tool: string;
   /** Already redacted JSON. */
   arguments: string;
@@ -15,10 +17,11 @@ export interface AuditEntry {
 }
 
 export interface AuditRecord
-  extends Required<Omit<AuditEntry, "errorCode" | "resultExcerpt" | "sessionKey" | "agent">> {
+  extends Required<Omit<AuditEntry, "errorCode" | "resultExcerpt" | "sessionKey" | "agent" | "sender">> {
   id: number;
   sessionKey: string | null;
   agent: string | null;
+  sender: string | null;
   errorCode: string | null;
   resultExcerpt: string | null;
 }
@@ -30,13 +33,14 @@ export class AuditRepository {
   record(entry: AuditEntry): number {
     const result = this.db
       .prepare(
-        `INSERT INTO audit (at, session_key, agent, tool, arguments, verdict, outcome, error_code, duration_ms, result_excerpt)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO audit (at, session_key, agent, sender, tool, arguments, verdict, outcome, error_code, duration_ms, result_excerpt)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         entry.at ?? Date.now(),
         entry.sessionKey ?? null,
         entry.agent ?? null,
+        entry.sender ?? null,
         entry.tool,
         entry.arguments,
         entry.verdict,
@@ -59,6 +63,7 @@ export class AuditRepository {
       at: row.at as number,
       sessionKey: row.session_key as string | null,
       agent: row.agent as string | null,
+      sender: (row.sender as string | null) ?? null,
       tool: row.tool as string,
       arguments: row.arguments as string,
       verdict: row.verdict as AuditEntry["verdict"],

@@ -86,6 +86,7 @@ export class ToolRegistry implements ToolRuntime {
     const audit: AuditEntry = {
       sessionKey: callContext.sessionKey,
       agent: callContext.agent,
+      sender: `${callContext.sender.channel}:${callContext.sender.userId} (${callContext.sender.role})`,
       tool: name,
       arguments: redactor.redact(call.function.arguments || "{}"),
       verdict: "allow",

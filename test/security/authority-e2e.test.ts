@@ -149,7 +149,9 @@ describe("authority follows the sender (Telegram group)", () => {
     expect(store.db.prepare("SELECT key, content FROM memories ORDER BY id").all()).toEqual(memoriesBefore);
     expect(store.db.prepare("SELECT count(*) AS n FROM cron_jobs").get()).toEqual({ n: 0 });
     const audited = store.db
-      .prepare("SELECT count(*) AS n FROM audit WHERE error_code = 'command.owner_only'")
+      .prepare(
+        "SELECT count(*) AS n FROM audit WHERE error_code = 'command.owner_only' AND sender = 'telegram:2002 (guest)'",
+      )
       .get() as { n: number };
     expect(audited.n).toBe(commands.length);
     expect(testApp.llm!.requests).toHaveLength(0);

@@ -69,7 +69,12 @@ describe("tool registry", () => {
     );
     expect(result).toBe("password [REDACTED] and the key [REDACTED]");
     const [entry] = store.audit.recent(1);
-    expect(entry).toMatchObject({ tool: "leaky", outcome: "ok", verdict: "allow" });
+    expect(entry).toMatchObject({
+      tool: "leaky",
+      outcome: "ok",
+      verdict: "allow",
+      sender: "test:owner (owner)",
+    });
     expect(entry!.arguments).toBe('{"text":"password [REDACTED]"}');
     expect(entry!.resultExcerpt).not.toContain("SECRET");
   });

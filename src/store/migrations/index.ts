@@ -9,6 +9,7 @@ import { memoryVisibilityMigration } from "./007-memory-visibility.js";
 import { tasksMigration } from "./008-tasks.js";
 import { questionsMigration } from "./009-questions.js";
 import { usageMigration } from "./010-usage.js";
+import { auditSenderMigration } from "./012-audit-sender.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
 export interface Migration {
@@ -31,5 +32,6 @@ export const migrations: Migration[] = [
   memoryVisibilityMigration,
   tasksMigration,
   questionsMigration,
+  auditSenderMigration,
   usageMigration,
 ];
