@@ -29,6 +29,16 @@ function sandboxLine(status: { active: boolean; reason: string } | null): string
     : `Sandbox: OFF, shell and git run unsandboxed (${status.reason}).`;
 }
 
+/**
+ * `/name args` for /help: usages are written with or without the leading slash, and a multi-line usage
+ * (`/cron`'s) is the command's own help, so /help shows just its name.
+ */
+function helpHead(command: SlashCommand): string {
+  const usage = command.usage?.trim();
+  if (!usage || usage.includes("\n")) return `/${command.name}`;
+  return `/${usage.replace(/^\/+/, "")}`;
+}
+
 /** /help /start /status /reset /stop /tasks — deterministic, no LLM needed. */
 export function builtinCommands(deps: BuiltinCommandDeps): SlashCommand[] {
   const help: SlashCommand = {
@@ -38,7 +48,7 @@ export function builtinCommands(deps: BuiltinCommandDeps): SlashCommand[] {
       const lines = deps.commands
         .list()
         .filter((command) => command.name !== "start")
-        .map((command) => `/${command.usage ?? command.name} — ${command.description}`);
+        .map((command) => `${helpHead(command)} — ${command.description}`);
       return { text: `Commands:\n${lines.join("\n")}`, format: "plain" };
     },
   };

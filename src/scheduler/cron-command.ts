@@ -9,14 +9,26 @@ const USAGE = [
   "/cron list",
   "/cron add <cron expression> <command>   e.g. /cron add 0 8 * * * df -h",
   "/cron add <delay> <command>             e.g. /cron add 30m message: stretch",
+  '  (the schedule may be quoted: /cron add "*/5 * * * *" uptime)',
   "  (start the payload with `prompt:` for an assistant task or `message:` for fixed text)",
   "/cron remove <id>   /cron run <id>   /cron runs <id> [limit]   /cron pause <id>   /cron resume <id>",
 ].join("\n");
 
 const DELAY = /^(\d+\s*[smhd])+$/i;
 
-/** Splits `/cron add` arguments into a schedule and a payload: nickname, delay, 6 fields if valid, else 5. */
+const QUOTED = /^(["'“”‘’])(.*?)["'“”‘’](?:\s+|$)/s;
+
+/**
+ * Splits `/cron add` arguments into a schedule and a payload: a quoted schedule (`"0 8 * * 1-5"`, as people
+ * type it; phones turn quotes curly), nickname, delay, 6 fields if valid, else 5.
+ */
 export function parseAddArguments(text: string): JobSpec {
+  const quoted = QUOTED.exec(text.trim());
+  if (quoted) {
+    const inside = quoted[2]!.trim();
+    const schedule = DELAY.test(inside) ? { delay: inside } : { expression: inside.split(/\s+/).join(" ") };
+    return withPayload(schedule, text.trim().slice(quoted[0].length));
+  }
   const tokens = text.trim().split(/\s+/);
   let schedule: Pick<JobSpec, "expression" | "delay">;
   let rest: string[];
@@ -32,7 +44,12 @@ export function parseAddArguments(text: string): JobSpec {
     schedule = { expression: tokens.slice(0, count).join(" ") };
     rest = tokens.slice(count);
   }
-  const payload = rest.join(" ").trim();
+  return withPayload(schedule, rest.join(" "));
+}
+
+/** The payload after the schedule: `prompt:` for an assistant task, `message:` for fixed text, else a command. */
+function withPayload(schedule: Pick<JobSpec, "expression" | "delay">, text: string): JobSpec {
+  const payload = text.trim();
   const kind = /^(prompt|message):\s*/i.exec(payload);
   if (!kind) return { ...schedule, command: payload };
   const body = payload.slice(kind[0].length);
