@@ -3,7 +3,7 @@ import type { CliEnv } from "./cli-env.js";
 
 /** `magpie config check`: validates the configuration without starting; lists every problem by key path. */
 export async function runConfigCommand(argv: string[], env: CliEnv): Promise<number> {
-  if (argv[0] !== "check") {
+  if (argv[0] !== "check" || argv.length > 1) {
     env.stderr.write("Usage: magpie config check [--config <path>]\n");
     return 2;
   }

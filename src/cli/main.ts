@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { loadConfig } from "../config/load.js";
 import type { MagpieConfig } from "../config/schema.js";
 import { ConfigError } from "../core/errors.js";
@@ -20,21 +20,84 @@ Commands:
   cron list|add|remove|run|runs
   send <channel> <chatId> <text>   deliver a message through the outbox
   usage [--since <date>] [--json]  LLM usage and cost by model and by origin
-  help                  show this text
+  backup [--to <file>]  copy the database while Magpie runs (SQLite online backup)
+  version               print the version (also --version)
+  help                  show this text (also --help)
 `;
 
+/** The command line split into the global options, the command and the command's own arguments. */
+interface CommandLine {
+  configPath?: string;
+  help: boolean;
+  version: boolean;
+  command: string;
+  rest: string[];
+  /** A flag that no one takes (before the command, or after `start`/`chat`). */
+  unknownFlag?: string;
+}
+
+/**
+ * Global options (`--config`, `--help`, `--version`) may come before or after the command; anything else
+ * before the command is an unknown flag. After the command, the arguments belong to the command, except
+ * `--config` which is taken out (sub-commands parse their own options strictly).
+ */
+function parseCommandLine(argv: string[]): CommandLine {
+  const line: CommandLine = { help: false, version: false, command: "", rest: [] };
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index]!;
+    if (arg === "--config" || arg === "-c") {
+      line.configPath = argv[++index];
+      if (line.configPath === undefined) line.unknownFlag ??= `${arg} needs a path`;
+    } else if (arg.startsWith("--config=")) line.configPath = arg.slice("--config=".length);
+    else if (!line.command && (arg === "--help" || arg === "-h")) line.help = true;
+    else if (!line.command && (arg === "--version" || arg === "-v" || arg === "-V")) line.version = true;
+    else if (!line.command && arg.startsWith("-")) line.unknownFlag ??= arg;
+    else if (!line.command) line.command = arg;
+    else line.rest.push(arg);
+  }
+  if (!line.command) line.command = "start";
+  return line;
+}
+
+/** The `version` of Magpie's package.json (found from this file up, in src/ or in dist/). */
+function magpieVersion(): string {
+  let directory = path.dirname(fileURLToPath(import.meta.url));
+  for (let depth = 0; depth < 5; depth++) {
+    const file = path.join(directory, "package.json");
+    if (existsSync(file)) {
+      const manifest = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version?: string };
+      if (manifest.name === "magpie" && manifest.version) return manifest.version;
+    }
+    directory = path.dirname(directory);
+  }
+  return "unknown";
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } },
-    allowPositionals: true,
-    strict: false,
-  });
-  const configPath = typeof values.config === "string" ? values.config : undefined;
-  const [command = "start", ...rest] = positionals;
-  if (values.help || command === "help") {
+  const line = parseCommandLine(argv);
+  const { configPath, command, rest } = line;
+  if (line.unknownFlag) {
+    process.stderr.write(`Unknown option "${line.unknownFlag}".\n\n${USAGE}`);
+    return 2;
+  }
+  if (line.version || command === "version") {
+    if (command !== "version" && command !== "start") return usageError(`"${command}" takes no --version.`);
+    if (command === "version" && rest.length > 0) return usageError(`Unknown argument "${rest[0]}".`);
+    process.stdout.write(`magpie ${magpieVersion()}\n`);
+    return 0;
+  }
+  if (line.help || command === "help") {
     process.stdout.write(USAGE);
     return 0;
+  }
+  if ((command === "start" || command === "chat") && rest.length > 0) {
+    if (rest.every((arg) => arg === "--help" || arg === "-h")) {
+      process.stdout.write(USAGE);
+      return 0;
+    }
+    return usageError(
+      `Unknown ${rest[0]!.startsWith("-") ? "option" : "argument"} "${rest[0]}" for ${command}.`,
+    );
   }
   const env: CliEnv = {
     loadConfig: () => loadConfig({ configPath }),
@@ -52,11 +115,8 @@ async function main(argv: string[]): Promise<number> {
         return await (await import("./config-check.js")).runConfigCommand(rest, env);
       default: {
         const module = await loadSubcommand(command);
-        if (!module) {
-          process.stderr.write(`Unknown command "${command}".\n\n${USAGE}`);
-          return 2;
-        }
-        return await module(subcommandArgs(argv, command), env);
+        if (!module) return usageError(`Unknown command "${command}".`);
+        return await module(rest, env);
       }
     }
   } catch (error) {
@@ -69,19 +129,9 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/**
- * The arguments after the sub-command's name, options included (the top-level parse is not strict, so it
- * would turn `--limit 5` into a flag and a positional); only the global `--config` is taken out.
- */
-function subcommandArgs(argv: string[], command: string): string[] {
-  const after = argv.slice(argv.indexOf(command) + 1);
-  const out: string[] = [];
-  for (let index = 0; index < after.length; index++) {
-    const arg = after[index]!;
-    if (arg === "--config" || arg === "-c") index++;
-    else if (!arg.startsWith("--config=")) out.push(arg);
-  }
-  return out;
+function usageError(problem: string): number {
+  process.stderr.write(`${problem}\n\n${USAGE}`);
+  return 2;
 }
 
 /** Sub-commands live in src/cli/commands/<name>.ts and export `run`. */

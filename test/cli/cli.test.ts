@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -35,6 +35,35 @@ function run(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; in
 }
 
 describe("magpie CLI", () => {
+  it("--version and version print the package version; they never start the bot", async () => {
+    const cwd = mkdtempSync(path.join(tmpdir(), "magpie-cli-"));
+    const { version } = JSON.parse(readFileSync("package.json", "utf8")) as { version: string };
+    for (const args of [["--version"], ["version"], ["-v"]]) {
+      const result = await run(args, { cwd });
+      expect(result.code, args.join(" ")).toBe(0);
+      expect(result.stdout).toBe(`magpie ${version}\n`);
+    }
+  });
+
+  it("an unknown command or flag prints the usage and exits 2 (never starts the bot)", async () => {
+    const cwd = mkdtempSync(path.join(tmpdir(), "magpie-cli-"));
+    for (const [args, problem] of [
+      [["--verbose"], 'Unknown option "--verbose"'],
+      [["strat"], 'Unknown command "strat"'],
+      [["start", "--port", "80"], 'Unknown option "--port" for start'],
+      [["chat", "now"], 'Unknown argument "now" for chat'],
+    ] as const) {
+      const result = await run([...args], { cwd });
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(result.stderr).toContain(problem);
+      expect(result.stderr).toContain("Usage: magpie [command]");
+      expect(result.stdout).toBe("");
+    }
+    const help = await run(["--help"], { cwd });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("backup [--to <file>]");
+  });
+
   it("config check: 0 for a valid config, 1 with every problem by key path for a bad one", async () => {
     const cwd = mkdtempSync(path.join(tmpdir(), "magpie-cli-"));
     const ok = await run(["config", "check"], { cwd });
