@@ -9,6 +9,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { renderForTerminal, type TerminalStyle } from "./format/terminal.js";
 
 export interface ConsoleChannelOptions {
   input?: NodeJS.ReadableStream;
@@ -16,6 +17,8 @@ export interface ConsoleChannelOptions {
   /** Called when the input ends (Ctrl-D) or the user types /exit. */
   onClose?: () => void;
   userName?: string;
+  /** ANSI styles for Markdown; default: when the output is a TTY and NO_COLOR is unset. */
+  color?: boolean;
 }
 
 export const CONSOLE_CHAT_ID = "local";
@@ -84,11 +87,17 @@ export class ConsoleChannel implements ChannelAdapter {
   async send(_target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
     const id = `console-${Date.now()}-${++this.counter}`;
     if ((progress?.partsSent ?? 0) === 0) {
-      this.output.write(`\nmagpie> ${message.text}\n`);
+      const text = message.format === "plain" ? message.text : renderForTerminal(message.text, this.style());
+      this.output.write(`\nmagpie> ${text}\n`);
       progress?.onPartSent(0, id);
       this.lines?.prompt(true);
     }
     return { messageIds: [id] };
+  }
+
+  private style(): TerminalStyle {
+    const tty = Boolean((this.output as NodeJS.WriteStream).isTTY);
+    return { color: this.options.color ?? (tty && !process.env.NO_COLOR) };
   }
 
   status(): ChannelStatus {
