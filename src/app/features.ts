@@ -1,5 +1,6 @@
 import { accessFeature } from "./access-feature.js";
 import type { MagpieFeature } from "./feature.js";
+import { mcpFeature } from "./mcp-feature.js";
 import { memoryFeature } from "./memory-feature.js";
 import { schedulerFeature } from "./scheduler-feature.js";
 import { securityFeature } from "./security-feature.js";
@@ -12,4 +13,5 @@ export const features: MagpieFeature[] = [
   memoryFeature,
   schedulerFeature,
   usageFeature,
+  mcpFeature,
 ];

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents.js";
 import { channelsSchema } from "./sections/channels.js";
+import { mcpServersSchema, skillsSchema } from "./sections/mcp.js";
 import { securitySchema } from "./sections/security.js";
 import {
   budgetsSchema,
@@ -8,7 +9,6 @@ import {
   hardwareSchema,
   httpSchema,
   llmSchema,
-  mcpServersSchema,
   notifySchema,
 } from "./sections/services.js";
 import { toolsSchema } from "./sections/tools.js";
@@ -31,6 +31,7 @@ export const configSchema = z.strictObject({
   notify: notifySchema,
   hardware: hardwareSchema,
   mcpServers: mcpServersSchema,
+  skills: skillsSchema,
   cron: cronSchema,
 });
 

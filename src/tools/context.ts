@@ -15,6 +15,7 @@ import type { PairingStore } from "../security/pairing.js";
 import type { QuestionGate } from "../security/question-gate.js";
 import type { Redactor } from "../security/redact.js";
 import type { SafeHttpClient } from "../security/safe-http.js";
+import type { SkillCatalog } from "../skills/skill-catalog.js";
 import type { Store } from "../store/index.js";
 import type { SpillStore } from "./spill.js";
 import type { WebSearchClient } from "./web/web-search-client.js";
@@ -50,6 +51,8 @@ export interface ToolServices {
   notifier?: Notifier;
   /** Outbox and channel names (scheduler feature), for `message`. */
   messaging?: MessagingService;
+  /** Skills (mcp feature), for `invoke_skill`. */
+  skills?: SkillCatalog;
   /** Tests: the SSRF-safe client web tools use instead of the one built from config. */
   safeHttp?: SafeHttpClient;
   /** Tests: the search client `web_search` uses instead of its own. */

@@ -14,6 +14,11 @@ export interface Tool<Input = unknown> {
   name: string;
   description: string;
   inputSchema: z.ZodType<Input>;
+  /**
+   * The JSON Schema offered to the model as is (then cleaned per dialect), instead of `inputSchema`'s
+   * conversion: tools whose schema comes from elsewhere (MCP servers), with `inputSchema` validating against it.
+   */
+  parameters?: Record<string, unknown>;
   risk: ToolRisk;
   /** Conditional tools (http_request, hardware …) are offered only when this returns true. */
   isEnabled?(config: MagpieConfig): boolean;

@@ -19,6 +19,7 @@ import { fileWriteTool } from "./file-write.js";
 import { gitOperationsTool } from "./git-operations.js";
 import { httpRequestTool } from "./http-request.js";
 import { imageInfoTool } from "./image-info.js";
+import { invokeSkillTool } from "./invoke-skill.js";
 import { memoryForgetTool } from "./memory-forget.js";
 import { memoryRecallTool } from "./memory-recall.js";
 import { memoryStoreTool } from "./memory-store.js";
@@ -67,4 +68,5 @@ export const builtinTools: Tool[] = [
   askQuestionTool,
   delegateTool,
   spawnTool,
+  invokeSkillTool,
 ];

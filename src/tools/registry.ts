@@ -8,7 +8,8 @@ import { GuardRefusal } from "../security/guard-refusal.js";
 import type { AuditEntry } from "../store/audit.js";
 import { SessionScratch, type ToolContext, type ToolServices } from "./context.js";
 import { type Tool, ToolError, type ToolOutput, toolErrorText } from "./define-tool.js";
-import { describeZodError, toToolParameters } from "./json-schema.js";
+import { describeZodError, zodToJsonSchema } from "./json-schema.js";
+import { cleanToolSchema, resolveSchemaDialect, type SchemaDialect } from "./schema-dialect.js";
 import type { SpillStore } from "./spill.js";
 import { ALWAYS_AVAILABLE, DEFAULT_SET, NEVER_FOR_SUBAGENTS, SUBAGENT_SET } from "./tool-sets.js";
 
@@ -25,6 +26,10 @@ const EXCERPT_CHARS = 500;
 /** Holds every tool, resolves tool sets, and runs calls: validate → approve → execute → redact → audit → spill. */
 export class ToolRegistry implements ToolRuntime {
   private readonly tools = new Map<string, Tool>();
+  private readonly dynamicSources = new Map<string, string[]>();
+  /** Specs are cleaned once per tool (the dialect is fixed by config). */
+  private readonly specCache = new WeakMap<Tool, LlmToolSpec>();
+  private dialectCache: SchemaDialect | null = null;
   readonly scratch = new SessionScratch();
 
   constructor(private readonly options: ToolRegistryOptions) {}
@@ -35,6 +40,25 @@ export class ToolRegistry implements ToolRuntime {
       this.tools.set(tool.name, tool as Tool);
     }
     return this;
+  }
+
+  /**
+   * Replaces the tools a source offers at run time (an MCP server's, after `tools/list`): its previous tools go,
+   * these come. A name taken by another tool is skipped and returned.
+   */
+  replaceDynamic(source: string, tools: Tool[]): string[] {
+    for (const name of this.dynamicSources.get(source) ?? []) this.tools.delete(name);
+    const added: string[] = [];
+    const skipped: string[] = [];
+    for (const tool of tools) {
+      if (this.tools.has(tool.name)) skipped.push(tool.name);
+      else {
+        this.tools.set(tool.name, tool);
+        added.push(tool.name);
+      }
+    }
+    this.dynamicSources.set(source, added);
+    return skipped;
   }
 
   get(name: string): Tool | undefined {
@@ -62,20 +86,31 @@ export class ToolRegistry implements ToolRuntime {
     return [...new Set(granted)];
   }
 
+  /** The schema dialect tool specs are cleaned for (`llm.schemaDialect`, `auto` from `llm.baseUrl`). */
+  get schemaDialect(): SchemaDialect {
+    const { llm } = this.options.config;
+    this.dialectCache ??= resolveSchemaDialect(llm.schemaDialect ?? "auto", llm.baseUrl);
+    return this.dialectCache;
+  }
+
   specs(toolNames: string[]): LlmToolSpec[] {
     return toolNames.flatMap((name) => {
       const tool = this.tools.get(name);
       if (!tool) return [];
-      return [
-        {
+      let spec = this.specCache.get(tool);
+      if (!spec) {
+        const raw = tool.parameters ?? zodToJsonSchema(tool.inputSchema);
+        spec = {
           type: "function" as const,
           function: {
             name: tool.name,
             description: tool.description,
-            parameters: toToolParameters(tool.inputSchema),
+            parameters: cleanToolSchema(raw, this.schemaDialect),
           },
-        },
-      ];
+        };
+        this.specCache.set(tool, spec);
+      }
+      return [spec];
     });
   }
 

@@ -34,6 +34,8 @@ export const llmSchema = z
       .default({}),
     /** Also accept tool calls written in the answer text (<tool_call>{…}</tool_call> or fenced JSON). */
     textToolCalls: z.boolean().default(false),
+    /** How tool schemas are cleaned for the provider; `auto` picks from baseUrl (see src/tools/schema-dialect.ts). */
+    schemaDialect: z.enum(["auto", "openai", "anthropic", "gemini", "conservative"]).default("auto"),
   })
   .prefault({});
 
@@ -85,18 +87,6 @@ export const hardwareSchema = z
       .default([]),
   })
   .prefault({});
-
-export const mcpServersSchema = z
-  .record(
-    z.string().regex(/^[a-zA-Z0-9_-]+$/, "MCP server names are letters, digits, '-' and '_'"),
-    z.strictObject({
-      command: z.string().min(1),
-      args: z.array(z.string()).default([]),
-      env: z.record(z.string(), z.string()).default({}),
-      enabled: z.boolean().default(true),
-    }),
-  )
-  .default({});
 
 /** The scheduler's section lives in its own file. */
 export { cronSchema } from "./cron.js";

@@ -1,0 +1,71 @@
+import { z } from "zod";
+import { positiveInt } from "./common.js";
+
+const serverName = z
+  .string()
+  .regex(/^[a-zA-Z0-9_-]+$/, "MCP server names are letters, digits, '-' and '_'")
+  .refine(
+    (name) => !name.includes("__"),
+    "MCP server names may not contain '__' (it separates mcp__<server>__<tool>)",
+  );
+
+const toolFilterSchema = z
+  .strictObject({
+    /** Only these tools (the server's names, or `mcp__<server>__<tool>`) are offered. */
+    allow: z.array(z.string().min(1)).optional(),
+    /** These tools are never offered. */
+    deny: z.array(z.string().min(1)).default([]),
+  })
+  .prefault({});
+
+/** One MCP server: stdio when `command` is set, streamable HTTP when `url` is set. */
+export const mcpServerSchema = z
+  .strictObject({
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).default([]),
+    /** The stdio server's whole environment, with the SDK's safe defaults (PATH, HOME, USER …). */
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().min(1).optional(),
+    url: z.string().url().optional(),
+    headers: z.record(z.string(), z.string()).default({}),
+    enabled: z.boolean().default(true),
+    /** Per tool call. */
+    timeoutSecs: positiveInt.default(60),
+    tools: toolFilterSchema,
+  })
+  .superRefine((server, context) => {
+    if (Boolean(server.command) === Boolean(server.url)) {
+      context.addIssue({
+        code: "custom",
+        message: "set either command (a stdio server) or url (a streamable HTTP server), not both or neither",
+      });
+    }
+    if (server.url) {
+      for (const key of ["args", "env", "cwd"] as const) {
+        const value = server[key];
+        if (key === "cwd" ? value !== undefined : Object.keys(value ?? {}).length > 0)
+          context.addIssue({
+            code: "custom",
+            path: [key],
+            message: `${key} applies to stdio servers (command) only`,
+          });
+      }
+    }
+    if (server.command && Object.keys(server.headers).length > 0)
+      context.addIssue({
+        code: "custom",
+        path: ["headers"],
+        message: "headers apply to HTTP servers (url) only",
+      });
+  });
+
+export const mcpServersSchema = z.record(serverName, mcpServerSchema).default({});
+
+/** Skills: `SKILL.md` folders under `<workspace>/skills/` and these directories. */
+export const skillsSchema = z
+  .strictObject({
+    dirs: z.array(z.string().min(1)).default([]),
+  })
+  .prefault({});
+
+export type McpServerConfig = z.infer<typeof mcpServerSchema>;
