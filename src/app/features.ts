@@ -2,6 +2,7 @@ import { accessFeature } from "./access-feature.js";
 import type { MagpieFeature } from "./feature.js";
 import { mcpFeature } from "./mcp-feature.js";
 import { memoryFeature } from "./memory-feature.js";
+import { retentionFeature } from "./retention-feature.js";
 import { schedulerFeature } from "./scheduler-feature.js";
 import { securityFeature } from "./security-feature.js";
 import { usageFeature } from "./usage-feature.js";
@@ -13,5 +14,6 @@ export const features: MagpieFeature[] = [
   memoryFeature,
   schedulerFeature,
   usageFeature,
+  retentionFeature,
   mcpFeature,
 ];

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents.js";
 import { channelsSchema } from "./sections/channels.js";
 import { mcpServersSchema, skillsSchema } from "./sections/mcp.js";
+import { retentionSchema } from "./sections/retention.js";
 import { securitySchema } from "./sections/security.js";
 import {
   budgetsSchema,
@@ -33,6 +34,7 @@ export const configSchema = z.strictObject({
   mcpServers: mcpServersSchema,
   skills: skillsSchema,
   cron: cronSchema,
+  retention: retentionSchema,
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

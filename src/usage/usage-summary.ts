@@ -38,7 +38,7 @@ export interface UsageSummary {
 }
 
 interface TotalsRow {
-  calls: number;
+  calls: number | null;
   prompt: number | null;
   completion: number | null;
   estimated: number | null;
@@ -46,8 +46,19 @@ interface TotalsRow {
   unpriced: number | null;
 }
 
-const TOTALS = `COUNT(*) AS calls, SUM(prompt_tokens) AS prompt, SUM(completion_tokens) AS completion,
-  SUM(estimated) AS estimated, SUM(cost_usd) AS cost, SUM(cost_usd IS NULL) AS unpriced`;
+const TOTALS = `SUM(calls) AS calls, SUM(prompt_tokens) AS prompt, SUM(completion_tokens) AS completion,
+  SUM(estimated) AS estimated, SUM(cost_usd) AS cost, SUM(unpriced) AS unpriced`;
+
+/** The ledger's recent rows and the daily totals of the rows retention pruned (see usage-rollup.ts). */
+const USAGE_ROWS = `(
+  SELECT at, origin, session_key, job_id, kind, model, 1 AS calls, prompt_tokens, completion_tokens, estimated,
+    cost_usd, cost_usd IS NULL AS unpriced
+  FROM llm_usage WHERE at >= @since AND at < @until
+  UNION ALL
+  SELECT at, origin, session_key, job_id, kind, model, calls, prompt_tokens, completion_tokens, estimated,
+    cost_usd, unpriced
+  FROM llm_usage_daily WHERE at >= @since AND at < @until
+) AS usage_rows`;
 
 const ORIGIN_KEY = `CASE WHEN job_id IS NOT NULL THEN 'job:' || job_id
   WHEN origin = 'memory' THEN 'memory' ELSE session_key END`;
@@ -56,7 +67,7 @@ function totalsOf(row: TotalsRow): UsageTotals {
   const promptTokens = row.prompt ?? 0;
   const completionTokens = row.completion ?? 0;
   return {
-    calls: row.calls,
+    calls: row.calls ?? 0,
     promptTokens,
     completionTokens,
     tokens: promptTokens + completionTokens,
@@ -69,25 +80,24 @@ function totalsOf(row: TotalsRow): UsageTotals {
 /** Totals by model and by origin for calls in [since, until): what `/usage`, the CLI and the dashboard show. */
 export function summarizeUsage(db: Db, since: number, until: number): UsageSummary {
   const totals = totalsOf(
-    db.prepare(`SELECT ${TOTALS} FROM llm_usage WHERE at >= ? AND at < ?`).get(since, until) as TotalsRow,
+    db.prepare(`SELECT ${TOTALS} FROM ${USAGE_ROWS}`).get({ since, until }) as TotalsRow,
   );
   const byModel = (
     db
       .prepare(
-        `SELECT model, kind, ${TOTALS} FROM llm_usage WHERE at >= ? AND at < ?
+        `SELECT model, kind, ${TOTALS} FROM ${USAGE_ROWS}
          GROUP BY model, kind ORDER BY SUM(prompt_tokens + completion_tokens) DESC, model`,
       )
-      .all(since, until) as Array<TotalsRow & { model: string; kind: string }>
+      .all({ since, until }) as Array<TotalsRow & { model: string; kind: string }>
   ).map((row) => ({ model: row.model, kind: row.kind, ...totalsOf(row) }));
   const byOrigin = (
     db
       .prepare(
         `SELECT ${ORIGIN_KEY} AS origin_key, MIN(job_id) AS job_id, MIN(cron_jobs.name) AS job_name, ${TOTALS}
-         FROM llm_usage LEFT JOIN cron_jobs ON cron_jobs.id = llm_usage.job_id
-         WHERE at >= ? AND at < ?
+         FROM ${USAGE_ROWS} LEFT JOIN cron_jobs ON cron_jobs.id = usage_rows.job_id
          GROUP BY origin_key ORDER BY SUM(prompt_tokens + completion_tokens) DESC, origin_key`,
       )
-      .all(since, until) as Array<
+      .all({ since, until }) as Array<
       TotalsRow & { origin_key: string; job_id: number | null; job_name: string | null }
     >
   ).map((row): OriginUsage => {

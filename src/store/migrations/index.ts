@@ -10,6 +10,7 @@ import { tasksMigration } from "./008-tasks.js";
 import { questionsMigration } from "./009-questions.js";
 import { usageMigration } from "./010-usage.js";
 import { auditSenderMigration } from "./012-audit-sender.js";
+import { usageDailyMigration } from "./013-usage-daily.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
 export interface Migration {
@@ -20,7 +21,7 @@ export interface Migration {
 
 /**
  * Every migration, in order. Numbers are reserved per feature so parallel work never collides:
- * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals, 006 job authority, 007 memory visibility, 008 tasks (subagents), 009 questions, 010 usage.
+ * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals, 006 job authority, 007 memory visibility, 008 tasks (subagents), 009 questions, 010 usage, 013 usage daily totals (retention).
  */
 export const migrations: Migration[] = [
   coreMigration,
@@ -34,4 +35,5 @@ export const migrations: Migration[] = [
   questionsMigration,
   auditSenderMigration,
   usageMigration,
+  usageDailyMigration,
 ];
