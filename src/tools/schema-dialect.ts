@@ -98,8 +98,10 @@ export function cleanToolSchema(schema: unknown, dialect: SchemaDialect): JsonOb
   delete cleaned.anyOf;
   delete cleaned.oneOf;
   delete cleaned.nullable;
-  if (dialect === "gemini" && isEmptyObject(cleaned.properties)) delete cleaned.properties;
-  else cleaned.properties ??= {};
+  // Gemini rejects an empty `properties`; the others want one.
+  if (dialect === "gemini") {
+    if (isEmptyObject(cleaned.properties)) delete cleaned.properties;
+  } else cleaned.properties ??= {};
   return cleaned;
 }
 

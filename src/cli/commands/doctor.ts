@@ -42,6 +42,7 @@ export const run: CliCommand = async (_argv, env) => {
   checks.push(...(await checkChannels(config)));
   checks.push(checkPushover(config));
   checks.push(...checkHardware(config));
+  checks.push(...(await checkMcpServers(config)));
   return report(checks, env);
 };
 
@@ -323,4 +324,43 @@ function checkHardware(config: MagpieConfig): Check[] {
       }
     });
   });
+}
+
+/** Each enabled MCP server: started (or reached), `tools/list` answered, stopped again. */
+async function checkMcpServers(config: MagpieConfig): Promise<Check[]> {
+  const entries = Object.entries(config.mcpServers);
+  if (entries.length === 0) return [];
+  const { McpConnection } = await import("../../mcp/mcp-connection.js");
+  const { silentLogger } = await import("../../log/logger.js");
+  return Promise.all(
+    entries.map(async ([name, server]): Promise<Check> => {
+      const label = `mcp ${name}`;
+      if (!server.enabled) return { name: label, verdict: "skip", detail: "disabled" };
+      const connection = new McpConnection({
+        name,
+        config: server,
+        logger: silentLogger(),
+        connectTimeoutMs: 10_000,
+      });
+      try {
+        const tools = await connection.connectOnce();
+        return {
+          name: label,
+          verdict: "ok",
+          detail: `${connection.transportKind}, ready, ${tools.length} tools`,
+        };
+      } catch (error) {
+        return {
+          name: label,
+          verdict: "fail",
+          detail: `${connection.transportKind}: ${errorMessage(error)}`,
+          fix: server.command
+            ? `check mcpServers.${name}.command and args (run it by hand: ${server.command} ${server.args.join(" ")})`
+            : `check that mcpServers.${name}.url is reachable and its headers`,
+        };
+      } finally {
+        await connection.stop();
+      }
+    }),
+  );
 }
