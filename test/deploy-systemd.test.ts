@@ -1,0 +1,101 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const UNIT = readFileSync("deploy/magpie.service", "utf8");
+
+/** `Key=value` lines of the unit (comments and sections left out). */
+function directives(unit: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const line of unit.split("\n")) {
+    const match = /^([A-Za-z]+)=(.*)$/.exec(line.trim());
+    if (match) out.set(match[1]!, [...(out.get(match[1]!) ?? []), match[2]!]);
+  }
+  return out;
+}
+
+const has = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;
+
+describe("deploy/magpie.service", () => {
+  const keys = directives(UNIT);
+
+  it("hardens the service: no new privileges, read-only system with the data directory writable", () => {
+    expect(keys.get("NoNewPrivileges")).toEqual(["yes"]);
+    expect(keys.get("ProtectSystem")).toEqual(["strict"]);
+    expect(keys.get("ReadWritePaths")).toEqual(["/var/lib/magpie"]);
+    expect(keys.get("CapabilityBoundingSet")).toEqual([""]);
+    expect(keys.get("ExecStart")?.[0]).toMatch(/dist\/src\/cli\/main\.js start$/);
+    expect(UNIT).toMatch(/^#SupplementaryGroups=gpio i2c spi dialout$/m);
+    // SIGTERM → Magpie exits within 10 s; systemd must wait longer than that.
+    expect(Number(keys.get("TimeoutStopSec")?.[0])).toBeGreaterThan(10);
+  });
+
+  it("leaves off every option that breaks bubblewrap, Node's JIT or hardware devices", () => {
+    for (const key of [
+      "ProtectKernelTunables",
+      "ProtectKernelLogs",
+      "ProtectProc",
+      "ProcSubset",
+      "PrivateUsers",
+      "MemoryDenyWriteExecute",
+      "PrivateDevices",
+      "ProtectClock",
+      "DeviceAllow",
+    ]) {
+      expect(keys.has(key), key).toBe(false);
+    }
+    // bwrap's namespaces stay allowed; its mount and pivot_root calls pass the syscall filter.
+    expect(keys.get("RestrictNamespaces")?.[0]?.split(" ").sort()).toEqual([
+      "ipc",
+      "mnt",
+      "net",
+      "pid",
+      "user",
+    ]);
+    expect(keys.get("SystemCallFilter")).toEqual(["@system-service @mount"]);
+    expect(keys.get("RestrictAddressFamilies")?.[0]).toContain("AF_NETLINK");
+  });
+
+  it.skipIf(!has("systemd-analyze"))("systemd-analyze verify finds no unknown or bad keys", () => {
+    const directory = mkdtempSync(path.join(tmpdir(), "magpie-unit-"));
+    const file = path.join(directory, "magpie.service");
+    // verify checks that ExecStart's program exists: point it at this checkout.
+    writeFileSync(
+      file,
+      UNIT.replace("/usr/bin/node /opt/magpie", `${process.execPath} ${process.cwd()}`).replace(
+        "WorkingDirectory=/opt/magpie",
+        `WorkingDirectory=${process.cwd()}`,
+      ),
+    );
+    const result = spawnSync("systemd-analyze", ["verify", file], { encoding: "utf8" });
+    expect(result.stderr.trim()).toBe("");
+    expect(result.status).toBe(0);
+  });
+
+  it.skipIf(!(process.getuid?.() === 0 && has("setpriv") && has("bwrap")))(
+    "bubblewrap still works as an unprivileged user with no new privileges and an empty bounding set",
+    () => {
+      expect(existsSync("/proc/self")).toBe(true);
+      const result = spawnSync(
+        "setpriv",
+        [
+          "--reuid=65534",
+          "--regid=65534",
+          "--clear-groups",
+          "--no-new-privs",
+          "--bounding-set",
+          "-all",
+          "--",
+          "bwrap",
+          ...["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--unshare-ipc"],
+          ...["--unshare-net", "--die-with-parent", "--new-session", "/bin/sh", "-c", "echo sandboxed"],
+        ],
+        { encoding: "utf8" },
+      );
+      expect(result.stderr).toBe("");
+      expect(result.stdout).toBe("sandboxed\n");
+    },
+  );
+});
