@@ -337,6 +337,7 @@ export class MagpieApp {
       services: this.services,
       http: this.http,
       messenger,
+      note: (note) => this.router.note(note),
       agent: {
         run: async (input) => {
           const agent = this.agents.get(input.agent ?? this.agents.defaultAgent);

@@ -3,6 +3,7 @@ import type { MagpieConfig } from "../config/schema.js";
 import type { AccessControl } from "../core/access.js";
 import type { AgentRunner } from "../core/agent-runner.js";
 import type { ApprovalGate } from "../core/approvals.js";
+import type { SessionNote } from "../core/chat-turns.js";
 import type { Clock } from "../core/clock.js";
 import type { CommandRegistry } from "../core/commands.js";
 import type { AgentHooks } from "../core/hooks.js";
@@ -35,6 +36,8 @@ export interface AppContext {
   services: ToolServices;
   http: HttpRoutes;
   messenger: Messenger;
+  /** Puts a note into a session (an event); it starts a follow-up turn there. Returns the inbox id. */
+  note(note: SessionNote): number;
   agent: AgentRunner;
   /** Null when no LLM is configured (no-LLM mode). */
   model: ChatModel | null;

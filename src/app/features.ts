@@ -1,5 +1,6 @@
 import { accessFeature } from "./access-feature.js";
 import type { MagpieFeature } from "./feature.js";
+import { hardwareFeature } from "./hardware-feature.js";
 import { mcpFeature } from "./mcp-feature.js";
 import { memoryFeature } from "./memory-feature.js";
 import { retentionFeature } from "./retention-feature.js";
@@ -15,5 +16,6 @@ export const features: MagpieFeature[] = [
   schedulerFeature,
   usageFeature,
   retentionFeature,
+  hardwareFeature,
   mcpFeature,
 ];

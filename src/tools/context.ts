@@ -7,6 +7,7 @@ import type { MessagingService } from "../core/messenger.js";
 import type { SubagentsPort } from "../core/subagents.js";
 import type { ToolCallContext } from "../core/tool-runtime.js";
 import type { ChannelAdapter } from "../core/types.js";
+import type { HardwareService } from "../hardware/hardware-service.js";
 import type { MemoryService } from "../memory/memory-service.js";
 import type { Notifier } from "../notify/pushover.js";
 import type { Scheduler } from "../scheduler/scheduler.js";
@@ -53,6 +54,8 @@ export interface ToolServices {
   messaging?: MessagingService;
   /** Skills (mcp feature), for `invoke_skill`. */
   skills?: SkillCatalog;
+  /** Boards, pins and ports (hardware feature), for the hardware tools. */
+  hardware?: HardwareService;
   /** Tests: the SSRF-safe client web tools use instead of the one built from config. */
   safeHttp?: SafeHttpClient;
   /** Tests: the search client `web_search` uses instead of its own. */

@@ -17,7 +17,11 @@ import { fileListTool } from "./file-list.js";
 import { fileReadTool } from "./file-read.js";
 import { fileWriteTool } from "./file-write.js";
 import { gitOperationsTool } from "./git-operations.js";
+import { gpioTool } from "./gpio.js";
+import { hardwareBoardInfoTool } from "./hardware-board-info.js";
+import { hardwareMemoryTool } from "./hardware-memory.js";
 import { httpRequestTool } from "./http-request.js";
+import { i2cTool } from "./i2c.js";
 import { imageInfoTool } from "./image-info.js";
 import { invokeSkillTool } from "./invoke-skill.js";
 import { memoryForgetTool } from "./memory-forget.js";
@@ -26,8 +30,10 @@ import { memoryStoreTool } from "./memory-store.js";
 import { messageTool } from "./message.js";
 import { pushoverTool } from "./pushover.js";
 import { scheduleTool } from "./schedule.js";
+import { serialTool } from "./serial.js";
 import { shellTool } from "./shell.js";
 import { spawnTool } from "./spawn.js";
+import { spiTool } from "./spi.js";
 import { spillReadTool } from "./spill-read.js";
 import { webFetchTool } from "./web-fetch.js";
 import { webSearchTool } from "./web-search.js";
@@ -68,5 +74,11 @@ export const builtinTools: Tool[] = [
   askQuestionTool,
   delegateTool,
   spawnTool,
+  hardwareBoardInfoTool,
+  gpioTool,
+  serialTool,
+  i2cTool,
+  spiTool,
+  hardwareMemoryTool,
   invokeSkillTool,
 ];

@@ -1,6 +1,7 @@
-import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
+import { accessSync, constants, mkdirSync } from "node:fs";
 import type { MagpieConfig } from "../../config/schema.js";
 import { errorMessage } from "../../core/errors.js";
+import { hardwareChecks } from "../../hardware/device-checks.js";
 import { type ChainEntry, chainEntries, entryBaseUrl } from "../../llm/chain-entries.js";
 import { isLlmConfigured } from "../../llm/create-model.js";
 import type { CliCommand, CliEnv } from "../cli-env.js";
@@ -295,35 +296,7 @@ function checkPushover(config: MagpieConfig): Check {
 }
 
 function checkHardware(config: MagpieConfig): Check[] {
-  return config.hardware.boards.flatMap((board) => {
-    const paths = [
-      ...(board.gpioChip ? [`/dev/${board.gpioChip.replace(/^\/dev\//, "")}`] : []),
-      ...board.serialPorts,
-      ...board.i2cBuses.map((bus) => `/dev/i2c-${bus}`),
-      ...board.spiDevices,
-    ];
-    return paths.map((device): Check => {
-      if (!existsSync(device)) {
-        return {
-          name: `hardware ${board.name}`,
-          verdict: "fail",
-          detail: `${device} does not exist`,
-          fix: "enable the interface (raspi-config) or fix hardware.boards",
-        };
-      }
-      try {
-        accessSync(device, constants.R_OK | constants.W_OK);
-        return { name: `hardware ${board.name}`, verdict: "ok", detail: `${device} accessible` };
-      } catch {
-        return {
-          name: `hardware ${board.name}`,
-          verdict: "fail",
-          detail: `${device} not accessible`,
-          fix: "add this user to the gpio/dialout/i2c/spi group",
-        };
-      }
-    });
-  });
+  return hardwareChecks(config.hardware);
 }
 
 /** Each enabled MCP server: started (or reached), `tools/list` answered, stopped again. */

@@ -71,24 +71,9 @@ export const notifySchema = z
   })
   .prefault({});
 
-export const hardwareSchema = z
-  .strictObject({
-    boards: z
-      .array(
-        z.strictObject({
-          name: z.string().min(1),
-          type: z.string().min(1).default("generic"),
-          gpioChip: z.string().optional(),
-          serialPorts: z.array(z.string()).default([]),
-          i2cBuses: z.array(z.number().int().min(0)).default([]),
-          spiDevices: z.array(z.string()).default([]),
-        }),
-      )
-      .default([]),
-  })
-  .prefault({});
-
 /** The scheduler's section lives in its own file. */
 export { cronSchema } from "./cron.js";
+/** So does hardware's. */
+export { hardwareSchema } from "./hardware.js";
 
 export { positiveInt };

@@ -1,0 +1,16 @@
+/** A GPIO level: 0 or 1 as the wire carries it (active-low is applied above the port). */
+export type Level = 0 | 1;
+
+/** One requested GPIO line. */
+export interface GpioLine {
+  read(): Promise<Level>;
+  write(value: Level): Promise<void>;
+  /** Calls `listener` with the new raw level on every edge (both directions; filtering is the caller's). */
+  onEdge(listener: (value: Level) => void): void;
+  release(): void;
+}
+
+/** The narrow GPIO port: opens lines by number. Real: onoff over sysfs; tests: `MemoryGpio`. */
+export interface Gpio {
+  open(line: number, direction: "in" | "out", watchEdges: boolean): Promise<GpioLine>;
+}
