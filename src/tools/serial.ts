@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { MagpieConfig } from "../config/schema.js";
 import { anyBoardCan, boardBaud } from "../hardware/boards.js";
 import { defineTool, ToolError } from "./define-tool.js";
-import { deviceError, hardwareOf } from "./hardware-support.js";
+import { deviceError, hardwareOf, requireHighRisk } from "./hardware-support.js";
 
 /** The ports the serial tool may open: those of configured boards (by board name or device path). */
 function resolvePort(config: MagpieConfig, port: string | undefined): { path: string; baud: number } {
@@ -20,10 +20,30 @@ function resolvePort(config: MagpieConfig, port: string | undefined): { path: st
   return { path: board.port, baud: boardBaud(board) };
 }
 
+/** Sketch commands that only read: sending one of these needs no risk:high approval. */
+const READ_ONLY_COMMANDS = new Set(["ping", "gpio_read", "analog_read", "mem_read"]);
+
+/**
+ * Whether sending `data` only reads. Anything else can drive outputs or memory on the other end (a raw
+ * `{"cmd":"gpio_write"}` must not slip past the approval `gpio write` asks for), so it counts as a write.
+ */
+function readOnly(data: string): boolean {
+  try {
+    const message: unknown = JSON.parse(data);
+    return (
+      typeof message === "object" &&
+      message !== null &&
+      READ_ONLY_COMMANDS.has(String((message as { cmd?: unknown }).cmd))
+    );
+  } catch {
+    return false;
+  }
+}
+
 export const serialTool = defineTool({
   name: "serial",
   description:
-    'Serial lines of the configured boards. list: ports on this box and which are open; open (baud, line_ending lf|crlf|cr|none) makes this session the port\'s owner; write sends data plus the line ending; read waits for the next line; query writes then reads one line; close. Arduino/ESP32/Nucleo boards running the Magpie sketch speak JSON lines: query with data {"cmd":"ping"} → {"ok":true,…}.',
+    'Serial lines of the configured boards. list: ports on this box and which are open; open (baud, line_ending lf|crlf|cr|none) makes this session the port\'s owner; write sends data plus the line ending; read waits for the next line; query writes then reads one line; close. Arduino/ESP32/Nucleo boards running the Magpie sketch speak JSON lines: query with data {"cmd":"ping"} → {"ok":true,…}. Sending anything but a read-only sketch command (ping, gpio_read, analog_read, mem_read) counts as a risk:high write.',
   inputSchema: z.object({
     action: z.enum(["list", "open", "write", "read", "query", "close"]),
     port: z
@@ -79,12 +99,16 @@ export const serialTool = defineTool({
           };
         case "write": {
           if (input.data === undefined) throw new ToolError("serial.data_required", "write needs `data`.");
+          if (!readOnly(input.data))
+            await requireHighRisk(context, `serial write ${port.path}: ${input.data}`);
           return { port: port.path, bytesWritten: await serial.write(port.path, owner, input.data) };
         }
         case "read":
           return { port: port.path, line: await serial.read(port.path, owner, timeoutMs) };
         case "query": {
           if (input.data === undefined) throw new ToolError("serial.data_required", "query needs `data`.");
+          if (!readOnly(input.data))
+            await requireHighRisk(context, `serial query ${port.path}: ${input.data}`);
           return { port: port.path, line: await serial.query(port.path, owner, input.data, timeoutMs) };
         }
         case "close":

@@ -139,6 +139,37 @@ describe("board protocol over the PTY", () => {
     );
   });
 
+  it("a raw serial command that writes is risk:high like gpio write: it can't slip past the approval", async () => {
+    const device = await startPtyDevice();
+    cleanup.push(() => device.stop());
+    const harness = hardwareHarness(
+      { boards: [{ name: "uno", type: "arduino-uno", port: device.port }] },
+      {},
+      { require: ["risk:high"], decide: () => "denied" },
+    );
+    cleanup.push(() => harness.close());
+    await harness.call("serial", { action: "open", port: "uno" });
+    expect(
+      await harness.call("serial", { action: "query", port: "uno", data: '{"cmd":"gpio_read","pin":2}' }),
+    ).toMatchObject({
+      line: expect.stringMatching(/^# magpie-sim booted$|"ok":true/),
+    });
+    expect(harness.approvalRequests).toHaveLength(0);
+    const raw = await harness.call("serial", {
+      action: "query",
+      port: "uno",
+      data: '{"cmd":"gpio_write","pin":13,"value":1}',
+    });
+    expect(codeOf(raw)).toBe("approval.denied");
+    expect(codeOf(await harness.call("serial", { action: "write", port: "uno", data: "anything" }))).toBe(
+      "approval.denied",
+    );
+    expect(harness.approvalRequests.map((request) => request.action)).toEqual([
+      `serial query ${device.port}: {"cmd":"gpio_write","pin":13,"value":1}`,
+      `serial write ${device.port}: anything`,
+    ]);
+  });
+
   it("a board that doesn't answer gives board.timeout naming the sketch and the baud rate", async () => {
     const device = await startPtyDevice();
     cleanup.push(() => device.stop());
