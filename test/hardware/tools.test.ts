@@ -227,3 +227,15 @@ describe("hardware_memory and board info", () => {
     expect(info.host).toHaveProperty("platform");
   });
 });
+
+describe("schemas for the model", () => {
+  it("every hardware tool's input schema converts to JSON Schema", async () => {
+    const { zodToJsonSchema } = await import("../../src/tools/json-schema.js");
+    const { builtinTools } = await import("../../src/tools/index.js");
+    const names = ["hardware_board_info", "gpio", "serial", "i2c", "spi", "hardware_memory"];
+    for (const tool of builtinTools.filter((candidate) => names.includes(candidate.name))) {
+      const schema = zodToJsonSchema(tool.inputSchema);
+      expect(schema, tool.name).toMatchObject({ type: "object" });
+    }
+  });
+});
