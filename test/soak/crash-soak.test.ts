@@ -67,6 +67,8 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
       }
       const faults = { telegram429: 0, telegram500: 0, drops: 0 };
       const sent: Sent[] = [];
+      /** fake.calls.length at each SIGKILL, to place a doubled reply relative to the crashes. */
+      const killedAtCall: number[] = [];
       const started = Date.now();
       for (let index = 0; index < SIZE.messages; index++) {
         const chatId = chats[random.int(0, chats.length - 1)]!;
@@ -93,6 +95,7 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
         if (killAt.has(index)) {
           // A random moment: mid-turn, mid-send or between polls.
           await sleep(random.int(0, 200));
+          killedAtCall.push(telegram.calls.length);
           await bot.kill();
           await bot.start();
         }
@@ -172,6 +175,28 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
         .filter(({ status, acked }) => (acked ? status !== "done" : status !== "interrupted"));
       expect(disagreements).toEqual([]);
       expect(pendingOutbox).toBe(0);
+      const doubledDetail = sent
+        .filter(
+          (message) =>
+            telegram.calls.filter(
+              (call) =>
+                call.method === "sendMessage" &&
+                !call.failed &&
+                String(call.body.text).match(TOKEN)?.includes(message.marker),
+            ).length > 1,
+        )
+        .map((message) => ({
+          marker: message.marker,
+          replies: telegram.calls.flatMap((call, index) =>
+            call.method === "sendMessage" &&
+            !call.failed &&
+            String(call.body.text).match(TOKEN)?.includes(message.marker)
+              ? [{ index, text: String(call.body.text) }]
+              : [],
+          ),
+          killsAt: killedAtCall,
+        }));
+      if (doubledDetail.length > 0) console.log(`doubled: ${JSON.stringify(doubledDetail)}`);
       expect(counts.lost, `lost messages; bot problems: ${bot.problems.slice(-5).join("\n")}`).toBe(0);
       expect(counts.doubled).toBe(0);
       expect(counts.answered + counts.interrupted).toBe(SIZE.messages);
