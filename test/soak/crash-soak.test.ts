@@ -67,8 +67,11 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
       }
       const faults = { telegram429: 0, telegram500: 0, drops: 0 };
       const sent: Sent[] = [];
-      /** fake.calls.length at each SIGKILL, to place a doubled reply relative to the crashes. */
-      const killedAtCall: number[] = [];
+      /**
+       * fake.calls.length when each SIGKILL was sent and once the process was gone: a reply the platform took in
+       * that window was never recorded as sent, so it goes out again after the restart (see `resent`).
+       */
+      const killWindows: Array<{ from: number; to: number }> = [];
       const started = Date.now();
       for (let index = 0; index < SIZE.messages; index++) {
         const chatId = chats[random.int(0, chats.length - 1)]!;
@@ -95,8 +98,9 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
         if (killAt.has(index)) {
           // A random moment: mid-turn, mid-send or between polls.
           await sleep(random.int(0, 200));
-          killedAtCall.push(telegram.calls.length);
+          const from = telegram.calls.length;
           await bot.kill();
+          killWindows.push({ from, to: telegram.calls.length });
           await bot.start();
         }
         await sleep(random.int(SIZE.gapMs[0], SIZE.gapMs[1]));
@@ -108,7 +112,7 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
           .filter((call) => !call.failed)
           .map((call) => ({ chatId: Number(call.body.chat_id), text: String(call.body.text) }));
       const tally = () => {
-        const acks = new Map<string, number>();
+        const acks = new Map<string, Array<{ index: number; text: string }>>();
         const notices = new Map<number, number[]>();
         const calls = telegram.calls;
         for (let index = 0; index < calls.length; index++) {
@@ -117,28 +121,57 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
           const text = String(call.body.text);
           const chatId = Number(call.body.chat_id);
           if (text.includes("interrupted")) notices.set(chatId, [...(notices.get(chatId) ?? []), index]);
-          for (const marker of text.match(TOKEN) ?? []) acks.set(marker, (acks.get(marker) ?? 0) + 1);
+          for (const marker of text.match(TOKEN) ?? [])
+            acks.set(marker, [...(acks.get(marker) ?? []), { index, text }]);
         }
         let answered = 0;
         let interrupted = 0;
         let lost = 0;
         let doubled = 0;
+        let resent = 0;
+        const doubledDetail: unknown[] = [];
         for (const message of sent) {
-          const count = acks.get(message.marker) ?? 0;
-          if (count === 1) answered++;
-          else if (count > 1) doubled++;
-          else if ((notices.get(message.chatId) ?? []).some((at) => at >= message.callsBefore)) interrupted++;
+          const copies = acks.get(message.marker) ?? [];
+          if (copies.length === 1) answered++;
+          else if (copies.length > 1) {
+            // The same reply again, first sent while the process was dying: Telegram took it, the outbox never
+            // heard back, so it was sent again after the restart (Telegram has no idempotency key).
+            const [first, second] = copies as [
+              { index: number; text: string },
+              { index: number; text: string },
+            ];
+            const dyingSend = killWindows.some(
+              (window) => first.index >= window.from && first.index < window.to && second.index >= window.to,
+            );
+            if (copies.length === 2 && first.text === second.text && dyingSend) {
+              resent++;
+              answered++;
+            } else {
+              doubled++;
+              doubledDetail.push({ marker: message.marker, copies, killWindows });
+            }
+          } else if ((notices.get(message.chatId) ?? []).some((at) => at >= message.callsBefore))
+            interrupted++;
           else lost++;
         }
         const noticeCount = [...notices.values()].reduce((sum, list) => sum + list.length, 0);
         const mostNoticesInAChat = Math.max(0, ...[...notices.values()].map((list) => list.length));
-        return { answered, interrupted, lost, doubled, notices: noticeCount, mostNoticesInAChat };
+        return {
+          answered,
+          interrupted,
+          lost,
+          doubled,
+          resent,
+          notices: noticeCount,
+          mostNoticesInAChat,
+          doubledDetail,
+        };
       };
 
       const deadline = Date.now() + SIZE.settleMs;
       while (tally().lost > 0 && Date.now() < deadline) await sleep(200);
       await sleep(1_000); // anything doubled late shows up now
-      const counts = tally();
+      const { doubledDetail, ...counts } = tally();
       const exitCode = await bot.stop();
       const report = {
         seed: random.seed,
@@ -175,30 +208,10 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
         .filter(({ status, acked }) => (acked ? status !== "done" : status !== "interrupted"));
       expect(disagreements).toEqual([]);
       expect(pendingOutbox).toBe(0);
-      const doubledDetail = sent
-        .filter(
-          (message) =>
-            telegram.calls.filter(
-              (call) =>
-                call.method === "sendMessage" &&
-                !call.failed &&
-                String(call.body.text).match(TOKEN)?.includes(message.marker),
-            ).length > 1,
-        )
-        .map((message) => ({
-          marker: message.marker,
-          replies: telegram.calls.flatMap((call, index) =>
-            call.method === "sendMessage" &&
-            !call.failed &&
-            String(call.body.text).match(TOKEN)?.includes(message.marker)
-              ? [{ index, text: String(call.body.text) }]
-              : [],
-          ),
-          killsAt: killedAtCall,
-        }));
-      if (doubledDetail.length > 0) console.log(`doubled: ${JSON.stringify(doubledDetail)}`);
       expect(counts.lost, `lost messages; bot problems: ${bot.problems.slice(-5).join("\n")}`).toBe(0);
-      expect(counts.doubled).toBe(0);
+      expect(counts.doubled, JSON.stringify(doubledDetail)).toBe(0);
+      // At most one in-flight send per crash can be repeated (the send/record window); report how many were.
+      expect(counts.resent).toBeLessThanOrEqual(bot.kills);
       expect(counts.answered + counts.interrupted).toBe(SIZE.messages);
       expect(counts.mostNoticesInAChat).toBeLessThanOrEqual(bot.kills);
       expect(exitCode).toBe(0);
