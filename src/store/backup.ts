@@ -1,6 +1,10 @@
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import type { Migration } from "./migrations/index.js";
+
+/** Pre-migration copies kept in `<dataDir>/backups` (older ones are deleted). */
+const KEEP_UPGRADE_BACKUPS = 3;
 
 const ALL_PAGES = 0x7fffffff;
 
@@ -73,4 +77,36 @@ export async function backupDatabase(
   } finally {
     source.close();
   }
+}
+
+/**
+ * Before an upgrade's migrations change an existing database, a copy goes to
+ * `<dataDir>/backups/magpie-before-v<version>-<UTC time>.db` (`VACUUM INTO`: consistent, compact, synchronous).
+ * A new database or one with nothing to migrate gets none; the last three such copies are kept.
+ */
+export function backupBeforeMigrations(
+  db: Database.Database,
+  file: string,
+  migrations: Migration[],
+): string | null {
+  const hasTable = db
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+    .get();
+  if (!hasTable) return null;
+  const done = new Set(db.prepare("SELECT version FROM schema_migrations").pluck().all() as number[]);
+  if (done.size === 0) return null;
+  const pending = migrations.filter((migration) => !done.has(migration.version));
+  if (pending.length === 0) return null;
+  const directory = path.join(path.dirname(file), "backups");
+  mkdirSync(directory, { recursive: true });
+  const from = Math.min(...pending.map((migration) => migration.version));
+  const stamp = path.basename(defaultBackupFile(directory)).replace(/^magpie-|\.db$/g, "");
+  const target = path.join(directory, `magpie-before-v${String(from).padStart(3, "0")}-${stamp}.db`);
+  rmSync(target, { force: true });
+  db.prepare("VACUUM INTO ?").run(target);
+  const older = readdirSync(directory)
+    .filter((name) => /^magpie-before-v\d+-[\d-]+\.db$/.test(name))
+    .sort((a, b) => statSync(path.join(directory, b)).mtimeMs - statSync(path.join(directory, a)).mtimeMs);
+  for (const name of older.slice(KEEP_UPGRADE_BACKUPS)) rmSync(path.join(directory, name), { force: true });
+  return target;
 }

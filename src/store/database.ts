@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { backupBeforeMigrations } from "./backup.js";
 import { migrations as allMigrations, type Migration } from "./migrations/index.js";
 
 export type Db = Database.Database;
@@ -13,6 +14,7 @@ export function openDatabase(file: string, migrations: Migration[] = allMigratio
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
+  if (file !== ":memory:") backupBeforeMigrations(db, file, migrations);
   migrate(db, migrations);
   return db;
 }
