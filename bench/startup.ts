@@ -102,9 +102,21 @@ async function withChannelFakes<T>(use: (channelsYaml: string) => Promise<T>): P
   }
 }
 
+/** Two MCP servers from npm (server-everything and server-filesystem over stdio): they start after ready. */
+function mcpServersYaml(): string {
+  const modules = path.resolve("node_modules/@modelcontextprotocol");
+  return [
+    "mcpServers:",
+    `  everything: { command: "${process.execPath}", args: ["${modules}/server-everything/dist/index.js", "stdio"] }`,
+    `  files: { command: "${process.execPath}", args: ["${modules}/server-filesystem/dist/index.js", "${tmpdir()}"] }`,
+    "",
+  ].join("\n");
+}
+
 export async function run(): Promise<void> {
   const scenarios = [await scenario("no chat channels", "")];
   scenarios.push(await withChannelFakes((yaml) => scenario("Telegram + Discord + Slack (fakes)", yaml)));
+  scenarios.push(await scenario("two MCP servers (stdio), no chat channels", mcpServersYaml()));
   console.log(
     `magpie start (built CLI, no LLM, all features on), ${RUNS} runs each, node ${process.version}\n`,
   );
@@ -115,9 +127,12 @@ export async function run(): Promise<void> {
       `| ${name} | ${median(ready).toFixed(0)} ms (${Math.min(...ready).toFixed(0)}–${Math.max(...ready).toFixed(0)}) | ${median(rss).toFixed(1)} MiB (${Math.min(...rss).toFixed(1)}–${Math.max(...rss).toFixed(1)}) |`,
     );
   }
-  const [bare, full] = scenarios;
+  const [bare, full, mcp] = scenarios;
   console.log(
     `\nAll three channels cost ${(median(full!.rss) - median(bare!.rss)).toFixed(1)} MiB and ${(median(full!.ready) - median(bare!.ready)).toFixed(0)} ms more than none.`,
+  );
+  console.log(
+    `Two MCP servers: ready in ${((median(mcp!.ready) / median(bare!.ready)) * 100).toFixed(0)} % of the time without them (target ≤ 110 %; they start after ready).`,
   );
   console.log("For scale: OpenClaw is reported at ~1.5 s to ready and ~580 MB RSS.");
 }

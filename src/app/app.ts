@@ -81,6 +81,9 @@ const consoleOnlyAuthority: AuthorityPort = {
     (current !== null && current.channel === target.channel && current.chatId === target.chatId),
 };
 
+/** How long after ready background start-up work waits, so the first requests are served first. */
+const AFTER_READY_DELAY_MS = 300;
+
 /** The composition root: builds store, tools, router, outbox, channels and features from config. */
 export class MagpieApp {
   readonly config: MagpieConfig;
@@ -104,6 +107,7 @@ export class MagpieApp {
   private readonly buttonHandlers: ButtonHandler[] = [];
   private readonly interceptors: MessageInterceptor[] = [];
   private readonly stopTasks: Array<() => void | Promise<void>> = [];
+  private readonly readyTasks: Array<() => void | Promise<void>> = [];
   private access: AccessControl = consoleOnlyAccess;
   private approvals: ApprovalGate = denyAllApprovals;
   private authority: AuthorityPort = consoleOnlyAuthority;
@@ -281,6 +285,16 @@ export class MagpieApp {
     this.outbox.start();
     for (const feature of this.options.features ?? defaultFeatures) await feature.start?.(this.context);
     this.started = true;
+    // Background work that must not slow reaching ready (MCP servers): it begins a moment after ready.
+    const timer = setTimeout(() => {
+      for (const task of this.readyTasks) {
+        Promise.resolve()
+          .then(task)
+          .catch((error: unknown) => this.logger.error({ err: error }, "after-ready-task-failed"));
+      }
+    }, AFTER_READY_DELAY_MS);
+    timer.unref();
+    this.stopTasks.push(() => clearTimeout(timer));
     logger.info(
       {
         channels: [...this.adapters.keys()],
@@ -364,6 +378,7 @@ export class MagpieApp {
       },
       authority: () => this.authority,
       onStop: (task) => void this.stopTasks.push(task),
+      afterReady: (task) => void this.readyTasks.push(task),
     };
   }
 

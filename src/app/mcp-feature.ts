@@ -69,10 +69,13 @@ export const mcpFeature: MagpieFeature = {
   start(app) {
     const state = mcpState.get(app);
     if (!state) return;
-    // Not awaited: start-up does not wait for the SDK to load or for any server.
-    const starting = state.start().catch((error) => {
-      app.logger.error({ err: error }, "mcp-start-failed");
-      return null;
+    // After ready and not awaited: start-up waits neither for the SDK to load nor for any server.
+    let starting: Promise<McpManager | null> = Promise.resolve(null);
+    app.afterReady(() => {
+      starting = state.start().catch((error) => {
+        app.logger.error({ err: error }, "mcp-start-failed");
+        return null;
+      });
     });
     app.onStop(async () => {
       const manager = await starting;
