@@ -108,6 +108,7 @@ export class MagpieApp {
   private readonly interceptors: MessageInterceptor[] = [];
   private readonly stopTasks: Array<() => void | Promise<void>> = [];
   private readonly readyTasks: Array<() => void | Promise<void>> = [];
+  private readonly resetListeners: Array<(sessionKey: string) => void | Promise<void>> = [];
   private access: AccessControl = consoleOnlyAccess;
   private approvals: ApprovalGate = denyAllApprovals;
   private authority: AuthorityPort = consoleOnlyAuthority;
@@ -223,7 +224,14 @@ export class MagpieApp {
           waiting: this.router.queues.stats().waiting,
         }),
         stop: (sessionKey) => this.router.stop(sessionKey),
-        onReset: (sessionKey) => this.tools.scratch.clear(sessionKey),
+        onReset: (sessionKey) => {
+          this.tools.scratch.clear(sessionKey);
+          for (const listener of this.resetListeners) {
+            Promise.resolve()
+              .then(() => listener(sessionKey))
+              .catch((error: unknown) => this.logger.warn({ err: error }, "session-reset-listener-failed"));
+          }
+        },
         sandbox: () => this.sandbox,
         tasks: this.subagents,
         clock: this.clock,
@@ -379,6 +387,7 @@ export class MagpieApp {
       authority: () => this.authority,
       onStop: (task) => void this.stopTasks.push(task),
       afterReady: (task) => void this.readyTasks.push(task),
+      onSessionReset: (listener) => void this.resetListeners.push(listener),
     };
   }
 

@@ -56,6 +56,8 @@ export interface AppContext {
   setSpendPort(spend: SpendPort): void;
   /** Runs `task` when the app stops (reverse order of registration). */
   onStop(task: () => void | Promise<void>): void;
+  /** Runs `listener` when a chat's session ends (`/reset`): per-session resources are released. */
+  onSessionReset(listener: (sessionKey: string) => void | Promise<void>): void;
   /** Runs `task` in the background shortly after the app is ready (work that must not delay ready). */
   afterReady(task: () => void | Promise<void>): void;
 }

@@ -36,6 +36,8 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
       service.gpio.onEdge((edge) => events.handle(edge));
       app.services.hardware = service;
       app.onStop(() => service.close());
+      // A session that ends gives up the serial ports it owned.
+      app.onSessionReset((sessionKey) => service.serial.closeOwnedBy(sessionKey));
       app.logger.info(
         {
           boards: hardware.boards.map((board) => `${board.name}:${board.type}`),

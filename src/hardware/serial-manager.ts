@@ -143,6 +143,13 @@ export class SerialManager {
     await this.shut(port);
   }
 
+  /** Closes the ports a session owns (the session ended: /reset). */
+  async closeOwnedBy(owner: string): Promise<void> {
+    await Promise.all(
+      [...this.ports.values()].filter((port) => port.owner === owner).map((port) => this.shut(port)),
+    );
+  }
+
   /** Closes every port (shutdown). */
   async closeAll(): Promise<void> {
     await Promise.all([...this.ports.values()].map((port) => this.shut(port)));

@@ -81,6 +81,17 @@ describe("serial over a real PTY", () => {
     expect(manager.openPorts()[0]?.owner).toBe("telegram:2");
   });
 
+  it("a session that ends (/reset) gives up the ports it owned, and only those", async () => {
+    const { device, manager } = await setup();
+    await manager.open(device.port, { baud: 115200, lineEnding: "lf", owner: "telegram:1" });
+    await manager.closeOwnedBy("telegram:2");
+    expect(manager.openPorts()).toHaveLength(1);
+    await manager.closeOwnedBy("telegram:1");
+    expect(manager.openPorts()).toEqual([]);
+    await manager.open(device.port, { baud: 115200, lineEnding: "lf", owner: "telegram:2" });
+    expect(manager.openPorts()[0]?.owner).toBe("telegram:2");
+  });
+
   it("a port that disappears fails the pending read with serial.port_closed and is forgotten", async () => {
     const { device, manager } = await setup();
     await openBooted(manager, device.port, "s1");
