@@ -246,7 +246,7 @@ export class MagpieApp {
       }),
     );
     this.http = new HttpServer(this.logger);
-    registerHealthRoutes(this.http, {
+    registerHealthRoutes(this.http.app, {
       store: this.store,
       adapters: () => this.adapters,
       started: () => this.started,

@@ -1,20 +1,52 @@
-import http from "node:http";
+import type http from "node:http";
 import type { AddressInfo } from "node:net";
+import { createAdaptorServer, type HttpBindings } from "@hono/node-server";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import { Hono } from "hono";
+import { TrieRouter } from "hono/router/trie-router";
 import type { Logger } from "pino";
 import type { HttpHandler, HttpRoutes } from "./routes.js";
 
-/** The one HTTP server: health checks and webhooks, dispatched by method and path. */
+/** The Hono app every route is mounted on; handlers reach Node's request and response through `c.env`. */
+export type HttpApp = Hono<{ Bindings: HttpBindings }>;
+
+/** The one HTTP server (Hono on Node): health checks, webhooks and, when enabled, the dashboard. */
 export class HttpServer implements HttpRoutes {
-  private readonly routes = new Map<string, HttpHandler>();
+  /**
+   * The trie router accepts routes after the first request: channels register their webhook once they connect,
+   * which is after the server listens (Hono's default router is frozen by its first match).
+   */
+  readonly app: HttpApp = new Hono<{ Bindings: HttpBindings }>({ router: new TrieRouter() });
   private readonly server: http.Server;
+  private readonly methodsByPath = new Map<string, Set<string>>();
 
   constructor(private readonly logger: Logger) {
-    this.server = http.createServer((request, response) => void this.dispatch(request, response));
+    this.app.notFound((c) => {
+      const known = this.methodsByPath.has(c.req.path);
+      return c.json({ error: known ? "method not allowed" : "not found" }, known ? 405 : 404);
+    });
+    this.app.onError((error, c) => {
+      this.logger.error({ err: error, path: c.req.path }, "http-handler-failed");
+      if (c.env.outgoing.headersSent) {
+        c.env.outgoing.end();
+        return RESPONSE_ALREADY_SENT;
+      }
+      return c.json({ error: "internal error" }, 500);
+    });
+    // The bot's own fetch calls keep Node's Request and Response (no global override).
+    this.server = createAdaptorServer({ fetch: this.app.fetch, overrideGlobalObjects: false }) as http.Server;
     this.server.keepAliveTimeout = 5_000;
   }
 
+  /** Serves a handler written against Node's request and response (the chat libraries' webhook listeners). */
   route(method: "GET" | "POST", path: string, handler: HttpHandler): void {
-    this.routes.set(`${method} ${path}`, handler);
+    const methods = this.methodsByPath.get(path) ?? new Set<string>();
+    methods.add(method);
+    this.methodsByPath.set(path, methods);
+    this.app.on(method, path, async (c) => {
+      await handler(c.env.incoming, c.env.outgoing);
+      return RESPONSE_ALREADY_SENT;
+    });
   }
 
   async listen(port: number, host: string): Promise<AddressInfo> {
@@ -39,26 +71,4 @@ export class HttpServer implements HttpRoutes {
       this.server.closeIdleConnections();
     });
   }
-
-  private async dispatch(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
-    const path = (request.url ?? "/").split("?")[0] ?? "/";
-    const handler = this.routes.get(`${request.method} ${path}`);
-    if (!handler) {
-      const known = [...this.routes.keys()].some((key) => key.endsWith(` ${path}`));
-      sendJson(response, known ? 405 : 404, { error: known ? "method not allowed" : "not found" });
-      return;
-    }
-    try {
-      await handler(request, response);
-    } catch (error) {
-      this.logger.error({ err: error, path }, "http-handler-failed");
-      if (!response.headersSent) sendJson(response, 500, { error: "internal error" });
-      else response.end();
-    }
-  }
-}
-
-export function sendJson(response: http.ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { "content-type": "application/json; charset=utf-8" });
-  response.end(JSON.stringify(body));
 }
