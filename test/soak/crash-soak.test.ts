@@ -161,6 +161,8 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
           await sleep(random.int(0, 200));
           const before = new Map(Object.values(platforms).map((target) => [target.name, target.callCount()]));
           await bot.kill();
+          // A request the dying process had already written is still read and answered by the fake after the exit.
+          await sleep(150);
           killWindows.push(
             new Map(
               Object.values(platforms).map((target) => [
@@ -177,9 +179,12 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
       const tally = () => {
         const copiesOf = new Map<string, Array<Delivery & { platform: string }>>();
         const notices = new Map<string, number[]>();
+        const noticeKinds: Record<string, number> = {};
         for (const platform of Object.values(platforms)) {
           for (const delivery of platform.deliveries()) {
             if (delivery.text.includes("interrupted")) {
+              const kind = `${platform.name}: ${delivery.text.slice(0, 60)}`;
+              noticeKinds[kind] = (noticeKinds[kind] ?? 0) + 1;
               const key = `${platform.name}:${delivery.chat}`;
               notices.set(key, [...(notices.get(key) ?? []), delivery.index]);
             }
@@ -229,6 +234,7 @@ describe(`crash soak (${FULL ? "full" : "short"})`, () => {
           byChannel,
           notices: noticeLists.reduce((sum, list) => sum + list.length, 0),
           mostNoticesInAChat: Math.max(0, ...noticeLists.map((list) => list.length)),
+          noticeKinds,
           doubledDetail,
         };
       };
