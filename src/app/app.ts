@@ -14,6 +14,7 @@ import { Delegation } from "../core/delegation.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { MessageInterceptor } from "../core/intake.js";
+import type { MediaPort } from "../core/media.js";
 import type { Messenger } from "../core/messenger.js";
 import { modelCommand } from "../core/model-command.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
@@ -25,8 +26,10 @@ import { registerHealthRoutes } from "../http/health.js";
 import { HttpServer } from "../http/server.js";
 import { createChatModel } from "../llm/create-model.js";
 import { redactingModel } from "../llm/redacting-model.js";
+import { createTranscriber } from "../llm/transcriber.js";
 import type { ChatModel } from "../llm/types.js";
 import { createLogger } from "../log/logger.js";
+import { MediaPreparer } from "../media/media-preparer.js";
 import { createRedactor, type Redactor } from "../security/redact.js";
 import { requireSandboxStatus, type SandboxStatus } from "../security/sandbox.js";
 import { HostAllowList } from "../security/ssrf-address.js";
@@ -113,6 +116,7 @@ export class MagpieApp {
   private approvals: ApprovalGate = denyAllApprovals;
   private authority: AuthorityPort = consoleOnlyAuthority;
   private spend: SpendPort | null = null;
+  private readonly media: MediaPort | null;
   private started = false;
   private sandbox: SandboxStatus | null = null;
   private stopping: Promise<void> | null = null;
@@ -133,6 +137,20 @@ export class MagpieApp {
         ? options.model
         : createChatModel(config, { logger: this.logger, now: () => this.clock.now() });
     this.model = model ? redactingModel(model, this.redactor) : null;
+    // Photos and voice notes for the model: only when there is a model to take them.
+    this.media = this.model
+      ? new MediaPreparer({
+          vision: config.llm.vision,
+          transcribe: createTranscriber(config),
+          transcriptionModel: config.llm.transcriptionModel,
+          logger: this.logger,
+          onUsage: (usage, { sessionKey, agent }) =>
+            this.spend?.record(
+              { origin: "user", sessionKey, historyKey: sessionKey, turnId: `media:${Date.now()}`, agent },
+              usage,
+            ),
+        })
+      : null;
 
     const spill = new SpillStore(path.join(config.dataDir, "spill"), config.tools.spillThresholdChars);
     const services: AppContext["services"] = { store: this.store, redactor: this.redactor, spill };
@@ -177,6 +195,7 @@ export class MagpieApp {
       buttonHandlers: () => this.buttonHandlers,
       interceptors: () => this.interceptors,
       spend: () => this.spend,
+      media: () => this.media,
       settings: {
         maxIterations: config.agent.maxIterations,
         maxConcurrentTurns: config.agent.maxConcurrentTurns,
@@ -187,6 +206,7 @@ export class MagpieApp {
         streaming: config.agent.streaming,
         guestToolSet: config.security.guestToolSet,
         textToolCalls: config.llm.textToolCalls,
+        vision: config.llm.vision,
       },
     });
     services.delegation = new Delegation({

@@ -1,8 +1,9 @@
 import type { Logger } from "pino";
 import { describeLlmError } from "../llm/errors.js";
 import { estimateMessageTokens } from "../llm/tokens.js";
-import type { ChatMessage, ChatModel, CompletionResult, ToolCall } from "../llm/types.js";
+import type { ChatMessage, ChatModel, CompletionResult, RequestMessage, ToolCall } from "../llm/types.js";
 import type { AgentProfile } from "./agents.js";
+import type { ImagePart } from "./media.js";
 import type { SpendPort, SpendScope } from "./spend.js";
 import { parseTextToolCalls } from "./text-tool-calls.js";
 import type { ToolCallContext, ToolRuntime } from "./tool-runtime.js";
@@ -18,6 +19,8 @@ export interface AgentLoopDeps {
   spend?: SpendPort | null;
   /** `llm.textToolCalls`: also accept tool calls written in the answer text. */
   textToolCalls?: boolean;
+  /** `llm.vision`: `auto` retries without the images when the model refuses them. */
+  vision?: "auto" | boolean;
 }
 
 export interface TurnInput {
@@ -27,6 +30,8 @@ export interface TurnInput {
   systemPrompt: string;
   history: ChatMessage[];
   userText: string;
+  /** Images sent with the user's text in this turn's requests (not kept in history). */
+  images?: ImagePart[];
   toolNames: string[];
   context: ToolCallContext;
   /** What the turn's LLM calls count against (budgets, ledger). */
@@ -64,13 +69,20 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
   const seenCalls = new Map<string, number>();
   let toolCalls = 0;
   let fallbackModel: string | null = null;
+  let images = input.images ?? [];
 
   for (let iteration = 1; iteration <= deps.maxIterations; iteration++) {
     if (signal.aborted) return aborted(userMessage, iteration - 1, toolCalls);
-    const messages: ChatMessage[] = [
+    // The images ride on the current user message of each request; history keeps the text only.
+    const current: RequestMessage =
+      images.length > 0
+        ? { role: "user", content: [{ type: "text", text: input.userText }, ...images] }
+        : userMessage;
+    const messages: RequestMessage[] = [
       { role: "system", content: input.systemPrompt },
       ...input.history,
-      ...newMessages,
+      current,
+      ...newMessages.slice(1),
     ];
     if (deps.spend && input.spendScope) {
       const decision = deps.spend.beforeCall(input.spendScope);
@@ -95,6 +107,14 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
     } catch (error) {
       if (signal.aborted) return aborted(userMessage, iteration - 1, toolCalls);
       const failure = describeLlmError(error, { ...deps.llm, model });
+      if (images.length > 0 && deps.vision === "auto" && isRefusal(failure.status)) {
+        // llm.vision auto: a model that can't take images gets the text alone, and is told so.
+        deps.logger.info({ model, status: failure.status }, "vision-refused-text-only");
+        images = [];
+        userMessage.content = `${input.userText}\n[The model could not take the image(s) sent with this message; only their description is here.]`;
+        iteration--;
+        continue;
+      }
       deps.logger.warn(
         { code: failure.code, status: failure.status, err: error, session: input.context.sessionKey },
         "llm-call-failed",
@@ -166,12 +186,17 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
   return { status: "max_iterations", reply, newMessages, iterations: deps.maxIterations, toolCalls };
 }
 
+/** A 4xx other than auth and rate limits: the request itself was refused (e.g. image parts a model can't take). */
+function isRefusal(status: number | undefined): boolean {
+  return status !== undefined && status >= 400 && status < 500 && ![401, 403, 408, 409, 429].includes(status);
+}
+
 /** Records what one call used: the provider's `usage`, or an estimate marked as one. */
 function recordUsage(
   deps: AgentLoopDeps,
   input: TurnInput,
   model: string,
-  messages: ChatMessage[],
+  messages: RequestMessage[],
   result: CompletionResult,
 ): void {
   if (!deps.spend || !input.spendScope) return;
@@ -184,7 +209,21 @@ function recordUsage(
         : {
             kind: "chat",
             model: answered,
-            promptTokens: messages.reduce((sum, message) => sum + estimateMessageTokens(message), 0),
+            promptTokens: messages.reduce(
+              (sum, message) =>
+                sum +
+                estimateMessageTokens(
+                  Array.isArray(message.content)
+                    ? {
+                        role: "user",
+                        content: message.content
+                          .map((part) => (part.type === "text" ? part.text : "[image]"))
+                          .join(" "),
+                      }
+                    : (message as ChatMessage),
+                ),
+              0,
+            ),
             completionTokens: estimateMessageTokens({
               role: "assistant",
               content: result.content,

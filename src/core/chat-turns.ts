@@ -5,6 +5,7 @@ import type { Store } from "../store/index.js";
 import type { AgentDirectory } from "./agents.js";
 import type { Clock } from "./clock.js";
 import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
+import type { MediaPort, PreparedMedia } from "./media.js";
 import { sessionModel } from "./model-command.js";
 import { NO_LLM_REPLY } from "./no-llm.js";
 import type { OutboxWorker } from "./outbox-worker.js";
@@ -23,6 +24,8 @@ export interface ChatTurnsOptions {
   outbox: OutboxWorker;
   adapters: () => ReadonlyMap<string, ChannelAdapter>;
   authority: () => AuthorityPort;
+  /** Photos and voice notes for the model; null when not set up. */
+  media: () => MediaPort | null;
   /** Stream drafts into channels that can edit messages. */
   streaming: boolean;
 }
@@ -118,6 +121,16 @@ export class ChatTurns {
         ? new StreamPreview(adapter, target)
         : undefined;
     try {
+      const media = await this.prepareMedia(
+        items.map((item) => item.message),
+        adapter,
+        sessionKey,
+        agent.name,
+        signal,
+      );
+      const text = [items.map((item) => describeInbound(item.message)).join("\n\n"), ...media.notes]
+        .filter(Boolean)
+        .join("\n");
       const outcome = await engine.run({
         origin,
         sessionKey,
@@ -125,7 +138,8 @@ export class ChatTurns {
         ...(model ? { model } : {}),
         sender,
         target,
-        text: items.map((item) => describeInbound(item.message)).join("\n\n"),
+        text,
+        ...(media.images.length ? { images: media.images } : {}),
         channel: last.message.channel,
         isDirect: last.message.isDirect,
         depth: 0,
@@ -148,6 +162,28 @@ export class ChatTurns {
       if (outcome.status !== "aborted") await engine.compact(sessionKey, agent, role);
     } finally {
       stopTyping();
+    }
+  }
+
+  /** Photos and voice notes of the turn's messages for the model; a failure costs the user nothing but them. */
+  private async prepareMedia(
+    messages: InboundMessage[],
+    adapter: ChannelAdapter | undefined,
+    sessionKey: string,
+    agent: string,
+    signal: AbortSignal,
+  ): Promise<PreparedMedia> {
+    const media = this.options.media();
+    if (!media || messages.every((message) => message.attachments.length === 0))
+      return { images: [], notes: [] };
+    try {
+      return await media.prepare(messages, adapter, { sessionKey, agent, signal });
+    } catch (error) {
+      this.options.logger.warn({ err: error, session: sessionKey }, "media-prepare-failed");
+      return {
+        images: [],
+        notes: ["[The attachments could not be prepared for the model; only their description is here.]"],
+      };
     }
   }
 

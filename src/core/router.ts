@@ -10,6 +10,7 @@ import type { CommandRegistry } from "./commands.js";
 import type { AgentHooks } from "./hooks.js";
 import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
 import { Intake, type MessageInterceptor } from "./intake.js";
+import type { MediaPort } from "./media.js";
 import type { OutboxWorker } from "./outbox-worker.js";
 import { recoverInbox } from "./recovery.js";
 import { SessionQueues } from "./session-queue.js";
@@ -47,6 +48,8 @@ export interface RouterOptions {
   interceptors?: () => readonly MessageInterceptor[];
   /** Budgets and the usage ledger (installed by the usage feature). */
   spend?: () => SpendPort | null;
+  /** Photos and voice notes for the model (installed by the media feature). */
+  media?: () => MediaPort | null;
   settings: {
     maxIterations: number;
     maxConcurrentTurns: number;
@@ -60,6 +63,8 @@ export interface RouterOptions {
     guestToolSet: string[];
     /** `llm.textToolCalls`. */
     textToolCalls?: boolean;
+    /** `llm.vision`. */
+    vision?: "auto" | boolean;
   };
 }
 
@@ -122,6 +127,7 @@ export class Router implements InboundSink {
         llm: settings.llm,
         guestToolSet: settings.guestToolSet,
         textToolCalls: settings.textToolCalls ?? false,
+        vision: settings.vision ?? "auto",
       },
     });
     this.chats = new ChatTurns(
@@ -134,6 +140,7 @@ export class Router implements InboundSink {
         outbox: options.outbox,
         adapters: options.adapters,
         authority: options.authority,
+        media: options.media ?? (() => null),
         streaming: settings.streaming,
       },
       () => this.queues,

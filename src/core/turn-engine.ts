@@ -36,6 +36,8 @@ export interface TurnEngineOptions {
     guestToolSet: string[];
     /** `llm.textToolCalls`. */
     textToolCalls?: boolean;
+    /** `llm.vision`. */
+    vision?: "auto" | boolean;
   };
 }
 
@@ -193,6 +195,7 @@ export class TurnEngine {
         llm: settings.llm,
         spend: this.options.spend?.() ?? null,
         textToolCalls: settings.textToolCalls ?? false,
+        vision: settings.vision ?? "auto",
       },
       {
         agent: request.agent,
@@ -207,6 +210,7 @@ export class TurnEngine {
         systemPrompt,
         history,
         userText: request.text,
+        ...(request.images?.length ? { images: request.images } : {}),
         toolNames,
         context: {
           sessionKey: request.sessionKey,

@@ -1,6 +1,7 @@
 import type { ToolSetConfig } from "../config/sections/agents.js";
 import type { AgentProfile } from "./agents.js";
 import type { SenderIdentity, TurnOrigin } from "./identity.js";
+import type { ImagePart } from "./media.js";
 import type { Approver } from "./tool-runtime.js";
 import type { TurnSlot } from "./turn-slots.js";
 import type { ReplyTarget } from "./types.js";
@@ -24,6 +25,8 @@ export interface TurnRequest {
   target: ReplyTarget;
   /** The user's text, the job's prompt, the subagent's task, the event's note. */
   text: string;
+  /** Photos sent with the text, for a vision model (this turn only). */
+  images?: ImagePart[];
   /** For the system prompt: which platform, DM or group. */
   channel: string;
   isDirect: boolean;

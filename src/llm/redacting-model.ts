@@ -1,11 +1,19 @@
-import type { ChatMessage, ChatModel, CompletionRequest } from "./types.js";
+import type { ChatModel, CompletionRequest, RequestMessage } from "./types.js";
 
 /** The one method of the Redactor this needs (src/security/redact.ts). */
 interface TextRedactor {
   redact(text: string): string;
 }
 
-function redactMessage(message: ChatMessage, redactor: TextRedactor): ChatMessage {
+function redactMessage(message: RequestMessage, redactor: TextRedactor): RequestMessage {
+  if (Array.isArray(message.content)) {
+    return {
+      role: "user",
+      content: message.content.map((part) =>
+        part.type === "text" ? { type: "text" as const, text: redactor.redact(part.text) } : part,
+      ),
+    };
+  }
   if (message.role === "assistant") {
     return {
       ...message,
@@ -20,7 +28,7 @@ function redactMessage(message: ChatMessage, redactor: TextRedactor): ChatMessag
         : {}),
     };
   }
-  return { ...message, content: redactor.redact(message.content) };
+  return { ...message, content: redactor.redact(message.content as string) } as RequestMessage;
 }
 
 /**

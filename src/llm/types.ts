@@ -17,9 +17,18 @@ export interface LlmToolSpec {
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
+/** A user message with content parts (text and images): sent for the current turn only, never stored. */
+export interface UserPartsMessage {
+  role: "user";
+  content: Array<{ type: "text"; text: string } | { type: "image_url"; image_url: { url: string } }>;
+}
+
+/** What a request may carry: history messages, and the current user message with image parts. */
+export type RequestMessage = ChatMessage | UserPartsMessage;
+
 export interface CompletionRequest {
   model: string;
-  messages: ChatMessage[];
+  messages: RequestMessage[];
   tools?: LlmToolSpec[];
   temperature?: number;
 }

@@ -68,6 +68,10 @@ export interface OpenAiFake {
   /** The headers of each chat request, in the same order as `requests`. */
   requestHeaders: http.IncomingHttpHeaders[];
   embeddingRequests: Array<{ model: string; input: string[] }>;
+  /** `/audio/transcriptions` requests: the model and the audio file's size. */
+  transcriptionRequests: Array<{ model: string; bytes: number }>;
+  /** What `/audio/transcriptions` answers. */
+  transcript: string;
   /** Problems seen: unexpected calls, failed expectations. */
   errors: string[];
   script(...steps: ScriptStep[]): void;
@@ -112,6 +116,8 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
     requests: [],
     requestHeaders: [],
     embeddingRequests: [],
+    transcriptionRequests: [],
+    transcript: "fake transcript",
     errors: [],
     script: (...more) => void steps.push(...more),
     pending: () => steps.length,
@@ -134,10 +140,19 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
 
   let counter = 0;
   const server = http.createServer(async (request, response) => {
-    let raw = "";
-    for await (const chunk of request) raw += chunk;
-    const body = raw ? JSON.parse(raw) : {};
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
     const url = request.url ?? "";
+    if (request.method === "POST" && url.endsWith("/audio/transcriptions")) {
+      // multipart/form-data: the model field and the file part, read just enough to check them.
+      const raw = Buffer.concat(chunks).toString("latin1");
+      const model = /name="model"\r\n\r\n([^\r]*)/.exec(raw)?.[1] ?? "";
+      const file = /name="file"[^\r]*\r\n(?:[^\r]+\r\n)*\r\n([\s\S]*?)\r\n--/.exec(raw)?.[1] ?? "";
+      fake.transcriptionRequests.push({ model, bytes: file.length });
+      return json(response, 200, { text: fake.transcript });
+    }
+    const raw = Buffer.concat(chunks).toString("utf8");
+    const body = raw ? JSON.parse(raw) : {};
     if (request.method === "POST" && url.endsWith("/embeddings")) {
       const input: string[] = Array.isArray(body.input) ? body.input : [body.input];
       fake.embeddingRequests.push({ model: body.model, input });

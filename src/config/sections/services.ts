@@ -36,6 +36,10 @@ export const llmSchema = z
     textToolCalls: z.boolean().default(false),
     /** How tool schemas are cleaned for the provider; `auto` picks from baseUrl (see src/tools/schema-dialect.ts). */
     schemaDialect: z.enum(["auto", "openai", "anthropic", "gemini", "conservative"]).default("auto"),
+    /** Photos reach the model as image parts: auto (send, fall back to text on a refusal), true, false. */
+    vision: z.union([z.literal("auto"), z.boolean()]).default("auto"),
+    /** Voice notes and audio files are transcribed with this model (OpenAI-compatible /audio/transcriptions). */
+    transcriptionModel: z.string().min(1).optional(),
   })
   .prefault({});
 
