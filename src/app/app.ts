@@ -378,6 +378,7 @@ export class MagpieApp {
       tools: this.tools,
       services: this.services,
       http: this.http,
+      httpApp: this.http.app,
       messenger,
       note: (note) => this.router.note(note),
       agent: {

@@ -13,6 +13,7 @@ import type { Messenger } from "../core/messenger.js";
 import type { SpendPort } from "../core/spend.js";
 import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
 import type { HttpHandler, HttpRoutes } from "../http/routes.js";
+import type { HttpApp } from "../http/server.js";
 import type { ChatModel } from "../llm/types.js";
 import type { Redactor } from "../security/redact.js";
 import type { Store } from "../store/index.js";
@@ -35,6 +36,8 @@ export interface AppContext {
   /** Services handed to tools (`context.services`); features add theirs by name. */
   services: ToolServices;
   http: HttpRoutes;
+  /** The Hono app behind `http`, for features that serve pages (the dashboard). */
+  httpApp: HttpApp;
   messenger: Messenger;
   /** Puts a note into a session (an event); it starts a follow-up turn there. Returns the inbox id. */
   note(note: SessionNote): number;

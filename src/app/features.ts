@@ -1,4 +1,5 @@
 import { accessFeature } from "./access-feature.js";
+import { browserFeature } from "./browser-feature.js";
 import type { MagpieFeature } from "./feature.js";
 import { hardwareFeature } from "./hardware-feature.js";
 import { mcpFeature } from "./mcp-feature.js";
@@ -18,4 +19,5 @@ export const features: MagpieFeature[] = [
   retentionFeature,
   hardwareFeature,
   mcpFeature,
+  browserFeature,
 ];

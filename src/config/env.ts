@@ -15,6 +15,7 @@ export const ENV_FALLBACKS: ReadonlyArray<{ env: string; path: string[]; number?
   { env: "MAGPIE_DATA_DIR", path: ["dataDir"] },
   { env: "MAGPIE_HTTP_HOST", path: ["http", "host"] },
   { env: "MAGPIE_HTTP_PORT", path: ["http", "port"], number: true },
+  { env: "MAGPIE_DASHBOARD_TOKEN", path: ["http", "dashboard", "token"] },
 ];
 
 /** Config keys whose values are secrets: redacted from logs, tool output and LLM requests. `*`: every item. */
@@ -30,4 +31,5 @@ export const SECRET_PATHS: ReadonlyArray<string[]> = [
   ["notify", "pushover", "token"],
   ["notify", "pushover", "user"],
   ["tools", "web", "braveApiKey"],
+  ["http", "dashboard", "token"],
 ];

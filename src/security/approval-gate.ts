@@ -136,6 +136,20 @@ export class ChatApprovalGate implements ApprovalGate {
     return { ok: true, id, decision, tool: record.tool };
   }
 
+  /** A decision from the signed-in dashboard user, an owner of every chat (DESIGN.md "Dashboard"). */
+  decideFromDashboard(id: string, decision: "approved" | "denied"): DecideResult {
+    const record = this.repository.get(id);
+    if (!record) return { ok: false, reason: `There is no approval request ${id}.` };
+    if (record.status !== "pending" || !this.waiting.has(id)) {
+      return {
+        ok: false,
+        reason: `Approval ${id} is already ${record.status === "pending" ? "closed" : record.status}.`,
+      };
+    }
+    this.finish(id, decision, "dashboard");
+    return { ok: true, id, decision, tool: record.tool };
+  }
+
   /** Button handler for `approve:<id>` / `deny:<id>`; false for buttons that aren't approvals. */
   handleButton(press: ButtonPress): boolean {
     const match = BUTTON_ID.exec(press.buttonId);

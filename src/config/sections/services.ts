@@ -5,6 +5,24 @@ export const httpSchema = z
   .strictObject({
     host: z.string().min(1).default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8787),
+    /** The web dashboard and webchat on the same port (off by default); see README "Dashboard". */
+    dashboard: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        /** Signs a browser in (`/?token=`) or a script (`Authorization: Bearer`); MAGPIE_DASHBOARD_TOKEN. */
+        token: z.string().min(16, "use at least 16 characters (e.g. `openssl rand -hex 24`)").optional(),
+      })
+      .prefault({})
+      .superRefine((dashboard, context) => {
+        if (dashboard.enabled && !dashboard.token) {
+          context.addIssue({
+            code: "custom",
+            path: ["token"],
+            message:
+              "the dashboard is enabled without a token — set http.dashboard.token or MAGPIE_DASHBOARD_TOKEN (e.g. `openssl rand -hex 24`)",
+          });
+        }
+      }),
   })
   .prefault({});
 

@@ -1,0 +1,28 @@
+import type { MagpieFeature } from "./feature.js";
+
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/**
+ * The web dashboard (`http.dashboard.enabled`): loaded only when enabled, so a bot without it imports none of
+ * its code. Bound to a non-loopback address it warns: the token and cookie travel in clear without TLS in front.
+ */
+export const dashboardFeature: MagpieFeature = {
+  name: "dashboard",
+  async setup(app) {
+    const { http } = app.config;
+    if (!http.dashboard.enabled || !http.dashboard.token) return;
+    const { mountDashboard } = await import("../dashboard/create-dashboard.js");
+    mountDashboard(app.httpApp, {
+      token: http.dashboard.token,
+      channels: () => app.channels,
+      approvals: () => app.services.approvals,
+    });
+    if (!LOOPBACK_HOSTS.has(http.host)) {
+      app.logger.warn(
+        { host: http.host, port: http.port },
+        "the dashboard listens on a non-loopback address: put a TLS reverse proxy in front (README: Dashboard)",
+      );
+    }
+    app.logger.info("dashboard-enabled");
+  },
+};
