@@ -101,10 +101,12 @@ export class ChatTurns {
     const items = inboxIds.flatMap((id) => store.inbox.get(id) ?? []);
     const last = items[items.length - 1];
     if (!last) return;
-    store.inbox.setStatus(inboxIds, "processing", clock.now());
+    // Started means running: the messages are marked so only once the turn holds a slot (see onStart).
+    const markStarted = () => store.inbox.setStatus(inboxIds, "processing", clock.now());
     const target = last.message.note ? targetWithoutReply(last.message) : replyTargetOf(last.message);
 
     if (!engine.hasModel) {
+      markStarted();
       this.finish(inboxIds, sessionKey, target, NO_LLM_REPLY, []);
       return;
     }
@@ -147,6 +149,7 @@ export class ChatTurns {
         canAsk: role === "owner",
         ...(role === "owner" ? { approver: { target, identity: sender } } : {}),
         signal,
+        onStart: markStarted,
         onTextDelta: preview ? (delta) => preview.push(delta) : undefined,
       });
       const draftId = await preview?.finish();

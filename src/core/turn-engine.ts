@@ -93,6 +93,7 @@ export class TurnEngine {
     }
     const slot = request.slot ?? (await this.options.slots.acquire());
     try {
+      request.onStart?.();
       return await this.execute(request, slot);
     } finally {
       if (!request.slot) slot.release();

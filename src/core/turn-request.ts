@@ -44,4 +44,9 @@ export interface TurnRequest {
   onTextDelta?: (delta: string) => void;
   /** A slot the caller already holds (a delegated turn runs inside its parent's); else the engine takes one. */
   slot?: TurnSlot;
+  /**
+   * Called once the turn holds its slot, before anything runs: a chat turn marks its messages started only
+   * then, so a crash while it waited for a slot leaves them to be answered, not reported interrupted.
+   */
+  onStart?: () => void;
 }

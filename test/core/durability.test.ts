@@ -193,6 +193,23 @@ describe("durability", () => {
     await llm.close();
   });
 
+  it("a message waiting for a turn slot is not marked started (a crash then answers it instead of 'interrupted')", async () => {
+    harness = await startTestApp({ config: { agent: { maxConcurrentTurns: 1 } } });
+    const { llm, channel, app } = harness;
+    llm!.script(reply.delay(400, reply.text("A done")), reply.text("B done"));
+    await channel!.receive("slow one", { chatId: "chat-a", messageId: "a1" });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await channel!.receive("waiting one", { chatId: "chat-b", messageId: "b1" });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const status = (messageId: string) =>
+      app.store.db.prepare("SELECT status FROM inbox WHERE message_id = ?").pluck().get(messageId);
+    expect(status("a1")).toBe("processing");
+    expect(status("b1")).toBe("pending");
+    await channel!.waitForSent(2);
+    expect(status("b1")).toBe("done");
+    llm!.assertDone();
+  });
+
   it("checkpoints a turn cut off by shutdown and re-runs it after the restart", async () => {
     const llm = await startOpenAiFake();
     harness = await startTestApp({ llm });
