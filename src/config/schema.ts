@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents.js";
+import { browserSchema } from "./sections/browser.js";
 import { channelsSchema } from "./sections/channels.js";
 import { mcpServersSchema, skillsSchema } from "./sections/mcp.js";
 import { retentionSchema } from "./sections/retention.js";
@@ -35,6 +36,7 @@ export const configSchema = z.strictObject({
   skills: skillsSchema,
   cron: cronSchema,
   retention: retentionSchema,
+  browser: browserSchema,
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

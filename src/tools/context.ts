@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { BrowserService } from "../browser/browser-service.js";
 import type { MagpieConfig } from "../config/schema.js";
 import type { ApprovalDecision, QuestionAnswer, QuestionRequest } from "../core/approvals.js";
 import type { DelegationPort } from "../core/delegation.js";
@@ -56,6 +57,8 @@ export interface ToolServices {
   skills?: SkillCatalog;
   /** Boards, pins and ports (hardware feature), for the hardware tools. */
   hardware?: HardwareService;
+  /** The headless Chromium behind `browser` (browser feature); started on first use. */
+  browser?: BrowserService;
   /** Tests: the SSRF-safe client web tools use instead of the one built from config. */
   safeHttp?: SafeHttpClient;
   /** Tests: the search client `web_search` uses instead of its own. */

@@ -1,6 +1,7 @@
 import { applyPatchTool } from "./apply-patch.js";
 import { askQuestionTool } from "./ask-question.js";
 import { attachmentSaveTool } from "./attachment-save.js";
+import { browserTool } from "./browser.js";
 import { cronAddTool } from "./cron-add.js";
 import { cronListTool } from "./cron-list.js";
 import { cronRemoveTool } from "./cron-remove.js";
@@ -58,6 +59,7 @@ export const builtinTools: Tool[] = [
   httpRequestTool,
   webFetchTool,
   webSearchTool,
+  browserTool,
   memoryStoreTool,
   memoryRecallTool,
   memoryForgetTool,
