@@ -69,11 +69,12 @@ export class BrowserService {
     }
     const state = await pending;
     state.refused.length = 0;
-    this.touch(sessionKey, state);
+    // No countdown while an action runs: a slow page must not be closed under it. `touch` re-arms it.
+    if (state.timer) clearTimeout(state.timer);
     return state;
   }
 
-  /** Restarts the session's idle countdown (call after a long action too). */
+  /** Starts the session's idle countdown; call when an action is done. */
   touch(sessionKey: string, state: BrowserSession): void {
     const session = state as SessionState;
     if (session.timer) clearTimeout(session.timer);
