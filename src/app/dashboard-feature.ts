@@ -12,11 +12,15 @@ export const dashboardFeature: MagpieFeature = {
     const { http } = app.config;
     if (!http.dashboard.enabled || !http.dashboard.token) return;
     const { mountDashboard } = await import("../dashboard/create-dashboard.js");
-    mountDashboard(app.httpApp, {
+    const feed = mountDashboard(app.httpApp, {
       token: http.dashboard.token,
+      store: app.store,
+      timezone: app.config.timezone,
       channels: () => app.channels,
       approvals: () => app.services.approvals,
+      scheduler: () => app.services.scheduler,
     });
+    app.onStop(() => feed.stop());
     if (!LOOPBACK_HOSTS.has(http.host)) {
       app.logger.warn(
         { host: http.host, port: http.port },

@@ -7,6 +7,8 @@ export type PageBody = HtmlEscapedString | Promise<HtmlEscapedString>;
 const NAV: Array<[string, string]> = [
   ["/", "Status"],
   ["/ui/approvals", "Approvals"],
+  ["/ui/cron", "Cron"],
+  ["/ui/audit", "Audit"],
 ];
 
 /** The page shell: navigation, htmx (served by the dashboard itself) and a little CSS. */
@@ -18,6 +20,7 @@ export function layout(title: string, body: PageBody): PageBody {
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <title>${title} · Magpie</title>
     <script src="/ui/assets/htmx.min.js" defer></script>
+    <script src="/ui/assets/live.js" defer></script>
     <style>
       body { font: 15px/1.4 system-ui, sans-serif; margin: 0; color: #222; }
       nav { background: #223; padding: 0.5rem 1rem; }
@@ -26,6 +29,7 @@ export function layout(title: string, body: PageBody): PageBody {
       table { border-collapse: collapse; }
       td, th { border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; text-align: left; vertical-align: top; }
       pre { white-space: pre-wrap; margin: 0; max-width: 50rem; }
+      form { display: inline; } ul { margin: 0; padding-left: 1rem; }
       .connected { color: #080; } .failed { color: #b00; } .reconnecting { color: #a60; }
     </style>
   </head>

@@ -27,7 +27,14 @@ beforeEach(async () => {
   });
   server = new HttpServer(silentLogger());
   registerHealthRoutes(server.app, { store, adapters: () => new Map(), started: () => true });
-  mountDashboard(server.app, { token: TOKEN, channels: () => new Map(), approvals: () => gate });
+  mountDashboard(server.app, {
+    token: TOKEN,
+    store,
+    timezone: "UTC",
+    channels: () => new Map(),
+    approvals: () => gate,
+    scheduler: () => undefined,
+  });
   server.route("POST", "/telegram/webhook", (_request, response) => void response.writeHead(200).end("hook"));
   const address = await server.listen(0, "127.0.0.1");
   url = `http://127.0.0.1:${address.port}`;
@@ -130,5 +137,60 @@ describe("dashboard sign-in", () => {
       headers: { cookie, origin: url },
     });
     expect(again.status).toBe(409);
+  });
+});
+
+describe("dashboard audit log", () => {
+  it("filters by tool, verdict and session", async () => {
+    const at = Date.now();
+    const base = { arguments: "{}", outcome: "ok" as const, durationMs: 1, at };
+    store.audit.record({
+      ...base,
+      tool: "shell",
+      verdict: "allow",
+      sessionKey: "telegram:1",
+      arguments: '{"cmd":"ls"}',
+    });
+    store.audit.record({
+      ...base,
+      tool: "shell",
+      verdict: "deny",
+      sessionKey: "telegram:2",
+      arguments: '{"cmd":"rm"}',
+    });
+    store.audit.record({
+      ...base,
+      tool: "web_fetch",
+      verdict: "allow",
+      sessionKey: "telegram:1",
+      arguments: '{"url":"x"}',
+    });
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const rows = async (query: string) =>
+      [
+        ...(await (await fetch(`${url}/ui/audit${query}`, { headers })).text()).matchAll(
+          /data-audit="(\d+)"/g,
+        ),
+      ].map((match) => Number(match[1]));
+    expect(await rows("")).toEqual([3, 2, 1]);
+    expect(await rows("?tool=shell")).toEqual([2, 1]);
+    expect(await rows("?tool=shell&verdict=deny")).toEqual([2]);
+    expect(await rows("?session=telegram%3A1")).toEqual([3, 1]);
+    expect(await rows("?tool=nothing")).toEqual([]);
+    expect(await rows("?tool=shell' OR 1=1 --")).toEqual([]);
+  });
+
+  it("streams a change event when an audit row is added", async () => {
+    const response = await fetch(`${url}/ui/events`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(response.headers.get("content-type")).toMatch(/text\/event-stream/);
+    const reader = response.body!.getReader();
+    let text = "";
+    const readUntil = async (needle: string) => {
+      while (!text.includes(needle)) text += new TextDecoder().decode((await reader.read()).value);
+    };
+    await readUntil("event: ready");
+    store.audit.record({ tool: "shell", verdict: "allow", outcome: "ok", arguments: "{}", durationMs: 1 });
+    await readUntil("event: changed");
+    await reader.cancel();
   });
 });

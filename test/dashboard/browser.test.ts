@@ -3,6 +3,7 @@ import path from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dashboardFeature } from "../../src/app/dashboard-feature.js";
+import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import { securityFeature } from "../../src/app/security-feature.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
@@ -28,7 +29,7 @@ beforeAll(async () => {
   });
   magpie = await startTestApp({
     llm: false,
-    features: [securityFeature, dashboardFeature],
+    features: [securityFeature, schedulerFeature, dashboardFeature],
     config: { http: { dashboard: { enabled: true, token: TOKEN } } },
   });
   mkdirSync(SCREENSHOTS, { recursive: true });
@@ -71,6 +72,40 @@ describe("dashboard in headless Chromium", () => {
     await page.click("[data-approval] button:has-text('Approve')");
     expect(await decision).toBe("approved");
     await page.locator("text=Approved: shell").waitFor();
+    await page.close();
+  }, 30_000);
+
+  it("shows a cron job and its last run; run now's run appears live; pause and resume", async () => {
+    const scheduler = magpie.app.context.services.scheduler!;
+    const job = scheduler.add(
+      { name: "nightly-report", expression: "0 3 * * *", message: "good night" },
+      { createdFrom: { channel: "test", chatId: "1" } },
+    );
+    await scheduler.runNow(job.id);
+    const page = await browser.newPage();
+    await page.goto(`${magpie.url}/?token=${TOKEN}`);
+    await page.click("nav >> text=Cron");
+    const row = page.locator("[data-job='nightly-report']");
+    await row.locator("li[data-run]").first().waitFor();
+    expect(await row.locator("li[data-run]").count()).toBe(1);
+    expect(await row.textContent()).toContain("0 3 * * *");
+    expect(await row.textContent()).toMatch(/\d{4}-\d\d-\d\dT03:00:00/);
+
+    // Another run, started outside the page (as `magpie cron run` would), shows up through the event stream.
+    await page.waitForFunction(() => "htmx" in globalThis);
+    await scheduler.runNow(job.id);
+    await expect.poll(() => row.locator("li[data-run]").count(), { timeout: 5_000 }).toBe(2);
+
+    await row.locator("button:has-text('Run now')").click();
+    await expect.poll(() => row.locator("li[data-run]").count(), { timeout: 5_000 }).toBe(3);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "cron.png") });
+
+    await row.locator("button:has-text('Pause')").click();
+    await row.locator("button:has-text('Resume')").waitFor();
+    expect(scheduler.get(job.id).status).toBe("paused");
+    await row.locator("button:has-text('Resume')").click();
+    await row.locator("button:has-text('Pause')").waitFor();
+    expect(scheduler.get(job.id).status).toBe("active");
     await page.close();
   }, 30_000);
 });

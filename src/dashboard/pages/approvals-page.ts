@@ -1,12 +1,13 @@
 import { html } from "hono/html";
 import type { ApprovalRecord } from "../../security/approval-store.js";
 import type { PageBody } from "../layout.js";
+import { type PageRoutes, respond } from "./page-context.js";
 
 /** Pending approvals with Approve / Deny, then the most recent decisions. */
-export function approvalsPage(records: ApprovalRecord[], notice?: string): PageBody {
+function approvalsPart(records: ApprovalRecord[], notice?: string): PageBody {
   const pending = records.filter((record) => record.status === "pending");
   const decided = records.filter((record) => record.status !== "pending");
-  return html`<div id="approvals">
+  return html`<div id="approvals" hx-get="/ui/approvals" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
     ${notice ? html`<p role="status">${notice}</p>` : ""}
     <h2>Pending</h2>
     ${
@@ -44,3 +45,20 @@ export function approvalsPage(records: ApprovalRecord[], notice?: string): PageB
     </table>
   </div>`;
 }
+
+/** `/ui/approvals`: the dashboard user decides as an owner, for any chat. */
+export const approvalRoutes: PageRoutes = (app, deps) => {
+  const recent = () => deps.approvals()?.repository.recent(50) ?? [];
+  app.get("/ui/approvals", (c) => respond(c, "Approvals", approvalsPart(recent())));
+  app.post("/ui/approvals/:id/:decision{approve|deny}", (c) => {
+    const gate = deps.approvals();
+    const decision = c.req.param("decision") === "approve" ? "approved" : "denied";
+    const result = gate
+      ? gate.decideFromDashboard(c.req.param("id"), decision)
+      : { ok: false as const, reason: "Approvals are not available." };
+    const notice = result.ok
+      ? `${result.decision === "approved" ? "Approved" : "Denied"}: ${result.tool} (${result.id}).`
+      : result.reason;
+    return respond(c, "Approvals", approvalsPart(recent(), notice), result.ok ? 200 : 409);
+  });
+};

@@ -1,0 +1,34 @@
+import type { Context } from "hono";
+import type { ChannelAdapter } from "../../core/types.js";
+import type { HttpApp } from "../../http/server.js";
+import type { Scheduler } from "../../scheduler/scheduler.js";
+import type { ChatApprovalGate } from "../../security/approval-gate.js";
+import type { Store } from "../../store/index.js";
+import { layout, type PageBody } from "../layout.js";
+
+/** What the pages read and steer. */
+export interface DashboardDeps {
+  token: string;
+  store: Store;
+  timezone: string;
+  channels: () => ReadonlyMap<string, ChannelAdapter>;
+  approvals: () => ChatApprovalGate | undefined;
+  scheduler: () => Scheduler | undefined;
+}
+
+/** Registers one page's routes. */
+export type PageRoutes = (app: HttpApp, deps: DashboardDeps) => void;
+
+/**
+ * htmx asks for the live part only (always 200: htmx doesn't swap an error answer, and the part says what went
+ * wrong); a plain request or a form post without JavaScript gets the whole page and the real status.
+ */
+export function respond(
+  c: Context,
+  title: string,
+  part: PageBody,
+  status: 200 | 404 | 409 = 200,
+): Response | Promise<Response> {
+  if (c.req.header("hx-request")) return c.html(part);
+  return c.html(layout(title, part), status);
+}
