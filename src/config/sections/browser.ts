@@ -10,7 +10,11 @@ export const browserSchema = z
     /** A session's page is closed after this long unused; the browser process once no page is left. */
     idleSecs: positiveInt.default(300),
     /** Hosts (and their subdomains) `browser_open` may open on the desktop; empty: none. */
-    allowedDomains: z.array(z.string().min(1)).default([]),
+    // Refused until browser_open exists: an accepted key must do what it says.
+    allowedDomains: z
+      .array(z.string().min(1))
+      .max(0, "browser.allowedDomains (browser_open) is not supported yet; leave it empty")
+      .default([]),
   })
   .prefault({});
 
