@@ -60,6 +60,14 @@ describe("start-up stays lean", () => {
       "discord.js",
       "@slack/bolt",
       "pino-pretty",
+      "playwright-core",
+      "@modelcontextprotocol/sdk",
+      "jsonrepair",
+      "web-tree-sitter",
+      "serialport",
+      "onoff",
+      "i2c-bus",
+      "spi-device",
     ]) {
       expect(loaded, heavy).not.toContain(heavy);
     }
