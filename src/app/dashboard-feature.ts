@@ -1,3 +1,4 @@
+import { AgentDirectory } from "../core/agents.js";
 import type { MagpieFeature } from "./feature.js";
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
@@ -18,7 +19,11 @@ export const dashboardFeature: MagpieFeature = {
       timezone: app.config.timezone,
       channels: () => app.channels,
       approvals: () => app.services.approvals,
+      questions: () => app.services.questions,
       scheduler: () => app.services.scheduler,
+      memory: () => app.services.memory,
+      defaultAgent: new AgentDirectory(app.config.agents, app.config.routes, app.config.llm.model)
+        .defaultAgent,
     });
     app.onStop(() => feed.stop());
     if (!LOOPBACK_HOSTS.has(http.host)) {

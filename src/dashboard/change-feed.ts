@@ -6,8 +6,8 @@ import type { Db } from "../store/database.js";
 const POLL_MS = 1_000;
 
 /**
- * A fingerprint of what the pages show: a new audit row, a cron run starting or finishing, a job paused or
- * removed, an approval requested or decided. Other processes (`magpie cron run`) change the same database, so
+ * A fingerprint of what the pages show: a new audit row or chat message, a cron run starting or finishing, a job
+ * paused or removed, an approval or question asked or settled, a memory changed. Other processes (`magpie cron run`) change the same database, so
  * the database itself is watched rather than in-process events.
  */
 export function changeFingerprint(db: Db): string {
@@ -17,7 +17,10 @@ export function changeFingerprint(db: Db): string {
         (SELECT COALESCE(MAX(id), 0) FROM audit) AS audit,
         (SELECT COUNT(*) || ':' || COALESCE(MAX(id), 0) || ':' || COUNT(finished_at) FROM cron_runs) AS runs,
         (SELECT COUNT(*) || ':' || SUM(enabled) || ':' || COALESCE(SUM(next_run_at), 0) FROM cron_jobs) AS jobs,
-        (SELECT COUNT(*) || ':' || SUM(status = 'pending') FROM approvals) AS approvals`,
+        (SELECT COUNT(*) || ':' || SUM(status = 'pending') FROM approvals) AS approvals,
+        (SELECT COUNT(*) || ':' || SUM(status = 'pending') FROM questions) AS questions,
+        (SELECT COUNT(*) || ':' || COALESCE(MAX(updated_at), 0) FROM memories) AS memories,
+        (SELECT COALESCE(MAX(id), 0) FROM messages) AS messages`,
     )
     .get() as Record<string, unknown>;
   return Object.values(row).join("|");

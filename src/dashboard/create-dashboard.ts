@@ -7,8 +7,11 @@ import { layout } from "./layout.js";
 import { approvalRoutes } from "./pages/approvals-page.js";
 import { auditRoutes } from "./pages/audit-page.js";
 import { cronRoutes } from "./pages/cron-page.js";
+import { memoryRoutes } from "./pages/memory-page.js";
 import type { DashboardDeps } from "./pages/page-context.js";
+import { sessionRoutes } from "./pages/sessions-page.js";
 import { statusPage } from "./pages/status-page.js";
+import { usageRoutes } from "./pages/usage-page.js";
 
 export type { DashboardDeps };
 
@@ -33,6 +36,8 @@ export function mountDashboard(app: HttpApp, deps: DashboardDeps): ChangeFeed {
   app.get("/ui/events", (c) => feed.stream(c));
 
   app.get("/", (c) => c.html(layout("Status", statusPage(deps.channels()))));
-  for (const routes of [approvalRoutes, cronRoutes, auditRoutes]) routes(app, deps);
+  for (const routes of [approvalRoutes, sessionRoutes, cronRoutes, memoryRoutes, auditRoutes, usageRoutes]) {
+    routes(app, deps);
+  }
   return feed;
 }

@@ -7,8 +7,11 @@ export type PageBody = HtmlEscapedString | Promise<HtmlEscapedString>;
 const NAV: Array<[string, string]> = [
   ["/", "Status"],
   ["/ui/approvals", "Approvals"],
+  ["/ui/sessions", "Sessions"],
   ["/ui/cron", "Cron"],
+  ["/ui/memory", "Memory"],
   ["/ui/audit", "Audit"],
+  ["/ui/usage", "Usage"],
 ];
 
 /** The page shell: navigation, htmx (served by the dashboard itself) and a little CSS. */

@@ -160,6 +160,31 @@ export class QuestionGate {
     return false;
   }
 
+  /** The questions waiting for an answer, oldest first (the dashboard lists them). */
+  pending(): Array<{ id: string; request: QuestionRequest }> {
+    return [...this.waiting].map(([id, waiting]) => ({ id, request: waiting.request }));
+  }
+
+  /**
+   * An answer from the signed-in dashboard user, an owner (DESIGN.md "Dashboard"): it may answer a question
+   * asked of an owner; one asked of a guest stays theirs. False when there is no such open question.
+   */
+  answerFromDashboard(id: string, answer: { optionIndex: number } | { text: string }): boolean {
+    const waiting = this.waiting.get(id);
+    if (!waiting || waiting.request.askedOf.role !== "owner") return false;
+    const by = { channel: "web", userId: "dashboard" };
+    if ("optionIndex" in answer) {
+      const option = waiting.request.options[answer.optionIndex];
+      if (!option) return false;
+      this.finish(id, { answer: option.label, option_id: option.id }, by);
+      return true;
+    }
+    const text = answer.text.trim();
+    if (!text || !(waiting.request.allowCustom || waiting.request.options.length === 0)) return false;
+    this.finish(id, { answer: text }, by);
+    return true;
+  }
+
   /** Questions waiting for an answer in this process. */
   get pendingCount(): number {
     return this.waiting.size;

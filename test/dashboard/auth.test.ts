@@ -33,7 +33,10 @@ beforeEach(async () => {
     timezone: "UTC",
     channels: () => new Map(),
     approvals: () => gate,
+    questions: () => undefined,
     scheduler: () => undefined,
+    memory: () => undefined,
+    defaultAgent: "main",
   });
   server.route("POST", "/telegram/webhook", (_request, response) => void response.writeHead(200).end("hook"));
   const address = await server.listen(0, "127.0.0.1");

@@ -1,10 +1,16 @@
 import { html } from "hono/html";
 import type { ApprovalRecord } from "../../security/approval-store.js";
+import type { QuestionGate } from "../../security/question-gate.js";
 import type { PageBody } from "../layout.js";
 import { type PageRoutes, respond } from "./page-context.js";
+import { questionsPart } from "./questions-part.js";
 
-/** Pending approvals with Approve / Deny, then the most recent decisions. */
-function approvalsPart(records: ApprovalRecord[], notice?: string): PageBody {
+/** Pending approvals with Approve / Deny, open questions, then the most recent decisions. */
+function approvalsPart(
+  records: ApprovalRecord[],
+  questions: QuestionGate | undefined,
+  notice?: string,
+): PageBody {
   const pending = records.filter((record) => record.status === "pending");
   const decided = records.filter((record) => record.status !== "pending");
   return html`<div id="approvals" hx-get="/ui/approvals" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
@@ -34,6 +40,8 @@ function approvalsPart(records: ApprovalRecord[], notice?: string): PageBody {
           )}
         </table>`
     }
+    <h2>Questions</h2>
+    ${questionsPart(questions)}
     <h2>Recent decisions</h2>
     <table>
       <tr><th>Id</th><th>Tool</th><th>Status</th><th>By</th></tr>
@@ -46,10 +54,11 @@ function approvalsPart(records: ApprovalRecord[], notice?: string): PageBody {
   </div>`;
 }
 
-/** `/ui/approvals`: the dashboard user decides as an owner, for any chat. */
+/** `/ui/approvals`: the dashboard user decides and answers as an owner, for any chat. */
 export const approvalRoutes: PageRoutes = (app, deps) => {
-  const recent = () => deps.approvals()?.repository.recent(50) ?? [];
-  app.get("/ui/approvals", (c) => respond(c, "Approvals", approvalsPart(recent())));
+  const part = (notice?: string) =>
+    approvalsPart(deps.approvals()?.repository.recent(50) ?? [], deps.questions(), notice);
+  app.get("/ui/approvals", (c) => respond(c, "Approvals", part()));
   app.post("/ui/approvals/:id/:decision{approve|deny}", (c) => {
     const gate = deps.approvals();
     const decision = c.req.param("decision") === "approve" ? "approved" : "denied";
@@ -59,6 +68,18 @@ export const approvalRoutes: PageRoutes = (app, deps) => {
     const notice = result.ok
       ? `${result.decision === "approved" ? "Approved" : "Denied"}: ${result.tool} (${result.id}).`
       : result.reason;
-    return respond(c, "Approvals", approvalsPart(recent(), notice), result.ok ? 200 : 409);
+    return respond(c, "Approvals", part(notice), result.ok ? 200 : 409);
+  });
+  app.post("/ui/questions/:id/answer", async (c) => {
+    const form = await c.req.parseBody();
+    const answer =
+      typeof form.option === "string" && /^\d+$/.test(form.option)
+        ? { optionIndex: Number(form.option) }
+        : { text: typeof form.text === "string" ? form.text : "" };
+    const answered = deps.questions()?.answerFromDashboard(c.req.param("id"), answer) ?? false;
+    const notice = answered
+      ? `Answered question ${c.req.param("id")}.`
+      : "That question is closed or the answer isn't one of its options.";
+    return respond(c, "Approvals", part(notice), answered ? 200 : 409);
   });
 };

@@ -1,8 +1,10 @@
 import type { Context } from "hono";
 import type { ChannelAdapter } from "../../core/types.js";
 import type { HttpApp } from "../../http/server.js";
+import type { MemoryService } from "../../memory/memory-service.js";
 import type { Scheduler } from "../../scheduler/scheduler.js";
 import type { ChatApprovalGate } from "../../security/approval-gate.js";
+import type { QuestionGate } from "../../security/question-gate.js";
 import type { Store } from "../../store/index.js";
 import { layout, type PageBody } from "../layout.js";
 
@@ -13,7 +15,11 @@ export interface DashboardDeps {
   timezone: string;
   channels: () => ReadonlyMap<string, ChannelAdapter>;
   approvals: () => ChatApprovalGate | undefined;
+  questions: () => QuestionGate | undefined;
   scheduler: () => Scheduler | undefined;
+  memory: () => MemoryService | undefined;
+  /** The agent whose memories the memory page opens on. */
+  defaultAgent: string;
 }
 
 /** Registers one page's routes. */
