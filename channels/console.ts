@@ -88,7 +88,9 @@ export class ConsoleChannel implements ChannelAdapter {
     const id = `console-${Date.now()}-${++this.counter}`;
     if ((progress?.partsSent ?? 0) === 0) {
       const text = message.format === "plain" ? message.text : renderForTerminal(message.text, this.style());
-      this.output.write(`\nmagpie> ${text}\n`);
+      // The terminal shows no pictures: the file is named by its path, which the owner can open.
+      const file = message.file ? `[${message.file.kind}: ${message.file.path}]\n` : "";
+      this.output.write(`\nmagpie> ${text}\n${file}`);
       progress?.onPartSent(0, id);
       this.lines?.prompt(true);
     }

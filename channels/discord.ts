@@ -31,7 +31,7 @@ import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
 import type { ChannelDeps } from "./channel-deps.js";
 import { renderParts } from "./format/chunk.js";
-import { sendParts } from "./send-parts.js";
+import { hasCaption, readOutboundFile, sendParts } from "./send-parts.js";
 import { StatusTracker } from "./status-tracker.js";
 
 const TOKEN_HINT = "Check DISCORD_BOT_TOKEN or channels.discord.token.";
@@ -277,13 +277,25 @@ export class DiscordChannel implements ChannelAdapter {
             }),
           ),
         post: async (part, buttons, first) => {
-          const reference =
-            first && target.replyToMessageId
-              ? { message_reference: { message_id: target.replyToMessageId, fail_if_not_exists: false } }
-              : {};
-          const body = { ...messageBody(part.formatted, buttons), ...reference };
+          const body = { ...messageBody(part.formatted, buttons), ...referenceTo(target, first) };
           const sent = (await this.call(() =>
             this.client.rest.post(Routes.channelMessages(channelId), { body }),
+          )) as SentMessage;
+          return sent.id;
+        },
+        captionLimit: LIMIT,
+        // One message with the file as its attachment (multipart: payload_json + files[0]); Discord shows
+        // images inline, so a photo needs nothing else.
+        postFile: async (file, caption, buttons, first) => {
+          const data = await readOutboundFile(file);
+          const body = {
+            ...messageBody(hasCaption(caption) ? caption.formatted : "", buttons),
+            ...referenceTo(target, first),
+            attachments: [{ id: 0, filename: file.name }],
+          };
+          const files = [{ name: file.name, data, contentType: file.mime }];
+          const sent = (await this.call(() =>
+            this.client.rest.post(Routes.channelMessages(channelId), { body, files }),
           )) as SentMessage;
           return sent.id;
         },
@@ -370,6 +382,13 @@ function closeDetail(code: number): string {
     return "Discord refused the intents (4014): enable the Message Content intent for the bot in the Discord developer portal.";
   }
   return `Discord closed the gateway (${code}) and will not reconnect.`;
+}
+
+/** Replies to the triggering message with the first part only; a deleted original is no error. */
+function referenceTo(target: ReplyTarget, first: boolean): Record<string, unknown> {
+  return first && target.replyToMessageId
+    ? { message_reference: { message_id: target.replyToMessageId, fail_if_not_exists: false } }
+    : {};
 }
 
 /** A message body that pings nobody, with the button rows when there are any. */

@@ -20,7 +20,13 @@ import type { ChannelDeps } from "./channel-deps.js";
 import { chunkMarkdown, type RenderedPart, renderParts } from "./format/chunk.js";
 import { escapeText, renderMarkdown } from "./format/markdown.js";
 import { Pacer } from "./format/pacer.js";
-import { formattedOrPlain, sendParts } from "./send-parts.js";
+import {
+  formattedOrPlain,
+  hasCaption,
+  type OutboundFile,
+  readOutboundFile,
+  sendParts,
+} from "./send-parts.js";
 import { AckAfterProcessingSocketReceiver } from "./slack-socket-receiver.js";
 import { StatusTracker } from "./status-tracker.js";
 
@@ -30,6 +36,9 @@ const LIMIT = 40_000;
 /** Where a workspace's `url_private` files live (https only). */
 const SLACK_FILE_HOSTS = ["files.slack.com"];
 const SECTION_LIMIT = 3000;
+/** The text shared with a file (`initial_comment`); longer text goes as messages before it. */
+const FILE_COMMENT_LIMIT = 4000;
+const UPLOAD_TIMEOUT_MS = 120_000;
 const IGNORED_SUBTYPES = new Set([
   "bot_message",
   "message_changed",
@@ -343,9 +352,90 @@ export class SlackChannel implements ChannelAdapter {
         edit: (ts, part, buttons) => this.update(target.chatId, ts, part, buttons, plain),
         // Every part goes into the thread, not only the first.
         post: (part, buttons) => this.post(target.chatId, threadTs, part, buttons, plain),
+        // Slack shares files without buttons: a message with both puts them on the text before the file.
+        captionLimit: message.buttons ? 0 : FILE_COMMENT_LIMIT,
+        postFile: (file, caption) => this.postFile(target.chatId, threadTs, file, caption),
       },
       progress,
     );
+  }
+
+  /**
+   * The external upload flow (what files.uploadV2 does, one call at a time): files.getUploadURLExternal,
+   * the bytes POSTed to the returned URL, then files.completeUploadExternal shares the file in the channel.
+   * A failure anywhere shares nothing, so the outbox's retry starts the flow again and the file appears once.
+   */
+  private async postFile(
+    channel: string,
+    threadTs: string | undefined,
+    file: OutboundFile,
+    caption: RenderedPart | undefined,
+  ): Promise<string> {
+    const bytes = await readOutboundFile(file);
+    try {
+      const ticket = await this.app.client.files.getUploadURLExternal({
+        filename: file.name,
+        length: bytes.length,
+      });
+      if (!ticket.upload_url || !ticket.file_id) {
+        throw new ChannelSendError("Slack gave no upload URL for the file.", {
+          code: "channel.slack.upload_failed",
+        });
+      }
+      await this.upload(ticket.upload_url, bytes, file);
+      await this.app.client.files.completeUploadExternal({
+        files: [{ id: ticket.file_id, title: file.name }],
+        channel_id: channel,
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+        ...(hasCaption(caption) ? { initial_comment: caption.formatted } : {}),
+      });
+      return ticket.file_id;
+    } catch (error) {
+      throw toSendError(error);
+    }
+  }
+
+  /** POSTs the bytes to Slack's upload URL; the bot token goes only to Slack's own file host. */
+  private async upload(uploadUrl: string, bytes: Buffer, file: OutboundFile): Promise<void> {
+    let url: URL;
+    try {
+      url = this.files.check(uploadUrl);
+    } catch (error) {
+      throw new ChannelSendError(`Slack's upload URL is not on Slack's file host: ${errorMessage(error)}`, {
+        code: "channel.slack.upload_foreign_host",
+        permanent: true,
+        cause: error,
+      });
+    }
+    const response = await fetch(url, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${this.botToken}`,
+        "content-type": file.mime ?? "application/octet-stream",
+      },
+      body: bytes,
+      redirect: "error",
+      signal: AbortSignal.timeout(UPLOAD_TIMEOUT_MS),
+    }).catch((error: unknown) => {
+      throw new ChannelSendError(`Slack file upload failed: ${errorMessage(error)}`, {
+        code: "channel.network",
+        cause: error,
+      });
+    });
+    await response.body?.cancel();
+    if (response.status === 429) {
+      const seconds = Number(response.headers.get("retry-after")) || 1;
+      throw new ChannelSendError(`Slack rate limit on the file upload: retry after ${seconds} s`, {
+        code: "channel.rate_limited",
+        retryAfterMs: seconds * 1000,
+      });
+    }
+    if (response.status !== 200) {
+      throw new ChannelSendError(`Slack refused the file upload (HTTP ${response.status})`, {
+        code: "channel.slack.upload_failed",
+        permanent: response.status >= 400 && response.status < 500,
+      });
+    }
   }
 
   /** Replies go into the thread; in channels a reply starts a thread under the triggering message. */
@@ -494,6 +584,7 @@ function isFormattingRejection(error: unknown): boolean {
 
 /** Maps a Web API failure onto the outbox's retry contract. */
 function toSendError(error: unknown): ChannelSendError {
+  if (error instanceof ChannelSendError) return error;
   const apiError = error as SlackApiError;
   switch (apiError.code) {
     case "slack_webapi_rate_limited_error":

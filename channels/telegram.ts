@@ -1,4 +1,12 @@
-import { Bot, type Context, GrammyError, HttpError, InlineKeyboard, webhookCallback } from "grammy";
+import {
+  Bot,
+  type Context,
+  GrammyError,
+  HttpError,
+  InlineKeyboard,
+  InputFile,
+  webhookCallback,
+} from "grammy";
 import type { Message, MessageEntity } from "grammy/types";
 import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
 import type {
@@ -21,11 +29,22 @@ import type { ChannelDeps } from "./channel-deps.js";
 import { type RenderedPart, renderParts } from "./format/chunk.js";
 import { renderMarkdown } from "./format/markdown.js";
 import { type Pacer, telegramPacer } from "./format/pacer.js";
-import { formattedOrPlain, sendParts } from "./send-parts.js";
+import {
+  formattedOrPlain,
+  hasCaption,
+  type OutboundFile,
+  readOutboundFile,
+  sendParts,
+} from "./send-parts.js";
 import { StatusTracker } from "./status-tracker.js";
 
 const TOKEN_HINT = "Check TELEGRAM_BOT_TOKEN or channels.telegram.token.";
 const LIMIT = 4096;
+/** sendPhoto / sendDocument captions (core.telegram.org/bots/api#sendphoto). */
+const CAPTION_LIMIT = 1024;
+/** sendPhoto refusals that the same bytes survive as a document (too large, odd dimensions, not decodable). */
+const PHOTO_REFUSED =
+  /PHOTO_INVALID_DIMENSIONS|PHOTO_SAVE_FILE_INVALID|IMAGE_PROCESS_FAILED|too big|wrong type/i;
 const TELEGRAM_API_ROOT = "https://api.telegram.org";
 /** What getFile returns as `file_path`: relative segments like `documents/file_12.pdf`. */
 const TELEGRAM_FILE_PATH = /^[\w.-]+(?:\/[\w.-]+)*$/;
@@ -219,19 +238,17 @@ export class TelegramChannel implements ChannelAdapter {
         edit: (messageId, part, keyboard) =>
           this.editText(target, platformMessageId(messageId), part, message.format, keyboard),
         post: (part, keyboard, first) => this.sendText(target, part, message.format, keyboard, first),
+        captionLimit: CAPTION_LIMIT,
+        postFile: (file, caption, keyboard, first) =>
+          this.sendFile(target, file, caption, message.format, keyboard, first),
       },
       progress,
     );
   }
 
-  private async sendText(
-    target: ReplyTarget,
-    part: RenderedPart,
-    format: OutboundMessage["format"],
-    keyboard: InlineKeyboard | undefined,
-    threaded: boolean,
-  ): Promise<string> {
-    const base = {
+  /** Options every new message shares: the topic, the reply (first part only) and the keyboard. */
+  private sendBase(target: ReplyTarget, keyboard: InlineKeyboard | undefined, threaded: boolean) {
+    return {
       ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
       ...(threaded && target.replyToMessageId
         ? {
@@ -243,6 +260,63 @@ export class TelegramChannel implements ChannelAdapter {
         : {}),
       ...(keyboard ? { reply_markup: keyboard } : {}),
     };
+  }
+
+  /**
+   * sendPhoto for a photo, sendDocument otherwise (multipart, bytes read now); a photo Telegram cannot take as
+   * a photo (dimensions, format) goes again as a document, and a refused HTML caption as plain text.
+   */
+  private async sendFile(
+    target: ReplyTarget,
+    file: OutboundFile,
+    caption: RenderedPart | undefined,
+    format: OutboundMessage["format"],
+    keyboard: InlineKeyboard | undefined,
+    threaded: boolean,
+  ): Promise<string> {
+    const bytes = await readOutboundFile(file);
+    const base = this.sendBase(target, keyboard, threaded);
+    const send = (kind: OutboundFile["kind"], html: boolean): Promise<{ message_id: number }> => {
+      const text = !hasCaption(caption)
+        ? {}
+        : html
+          ? { caption: caption.formatted, parse_mode: "HTML" as const }
+          : { caption: caption.plain };
+      // A new InputFile each call: grammY consumes it while streaming the upload.
+      const upload = new InputFile(bytes, file.name.replace(/[\r\n]/g, " "));
+      return kind === "photo"
+        ? this.bot.api.sendPhoto(target.chatId, upload, { ...base, ...text })
+        : this.bot.api.sendDocument(target.chatId, upload, { ...base, ...text });
+    };
+    const sendAs = (kind: OutboundFile["kind"]) =>
+      formattedOrPlain(
+        () => send(kind, format !== "plain"),
+        () => send(kind, false),
+        (error) => format !== "plain" && isFormattingRejection(error),
+      );
+    try {
+      const sent = await sendAs(file.kind).catch((error) => {
+        if (file.kind !== "photo" || !isPhotoRefusal(error)) throw error;
+        this.deps.logger.warn(
+          { channel: this.name, file: file.name },
+          "Telegram refused the image as a photo; sending it as a document",
+        );
+        return sendAs("document");
+      });
+      return String(sent.message_id);
+    } catch (error) {
+      throw toSendError(error);
+    }
+  }
+
+  private async sendText(
+    target: ReplyTarget,
+    part: RenderedPart,
+    format: OutboundMessage["format"],
+    keyboard: InlineKeyboard | undefined,
+    threaded: boolean,
+  ): Promise<string> {
+    const base = this.sendBase(target, keyboard, threaded);
     const sendPlain = async () =>
       (await this.bot.api.sendMessage(target.chatId, part.plain, base)).message_id;
     try {
@@ -433,6 +507,10 @@ function isFormattingRejection(error: unknown): boolean {
     error.error_code === 400 &&
     /can't parse entities|parse entities|unsupported start tag/i.test(error.description)
   );
+}
+
+function isPhotoRefusal(error: unknown): boolean {
+  return error instanceof GrammyError && error.error_code === 400 && PHOTO_REFUSED.test(error.description);
 }
 
 /** Maps a grammY failure onto the outbox's retry contract. */

@@ -71,6 +71,11 @@ export interface OutboundMessage {
   format?: "markdown" | "plain";
   /** Platform id of a streamed draft to finalize by editing instead of sending anew. */
   editMessageId?: string;
+  /**
+   * A workspace file sent with the text (guarded and size-checked before it was queued); the adapter reads
+   * `path` when it sends, so the outbox item stays small and a retry re-reads it.
+   */
+  file?: { path: string; name: string; kind: "photo" | "document"; mime?: string };
 }
 
 /** Durable progress of a multi-part send, so a retry resumes after the last delivered part. */

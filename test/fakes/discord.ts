@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type WebSocket, WebSocketServer } from "ws";
-import { closeServer, listen, readBody, sendJson } from "./http-util.js";
+import { closeServer, listen, sendJson } from "./http-util.js";
+import { parseMultipart, readBytes, type UploadedFile } from "./multipart.js";
 
 /**
  * Discord REST (`/api/v10/...`) and gateway WebSocket on one 127.0.0.1 port, driven by the real discord.js
@@ -15,6 +16,8 @@ export interface DiscordCall {
   path: string;
   body: Record<string, unknown>;
   failed?: boolean;
+  /** Files of a multipart call (`files[0]`, …), by part name. */
+  uploads?: Record<string, UploadedFile>;
 }
 
 export const DISCORD_BOT = {
@@ -242,12 +245,21 @@ export class FakeDiscord {
       response.end(file);
       return;
     }
-    const raw = await readBody(request);
-    const body =
-      raw && (request.headers["content-type"] ?? "").includes("json")
-        ? (JSON.parse(raw) as Record<string, unknown>)
+    const raw = await readBytes(request);
+    const contentType = request.headers["content-type"] ?? "";
+    // With files, discord.js sends multipart: the message as `payload_json`, the files as `files[n]`.
+    const multipart = parseMultipart(raw, contentType);
+    const body = multipart
+      ? (JSON.parse(multipart.fields.payload_json ?? "{}") as Record<string, unknown>)
+      : raw.length > 0 && contentType.includes("json")
+        ? (JSON.parse(raw.toString("utf8")) as Record<string, unknown>)
         : {};
-    const call: DiscordCall = { method, path: path.replace(/^\/api\/v10/, ""), body };
+    const call: DiscordCall = {
+      method,
+      path: path.replace(/^\/api\/v10/, ""),
+      body,
+      ...(multipart ? { uploads: multipart.files } : {}),
+    };
     const authorized =
       request.headers.authorization === `Bot ${this.validToken}` ||
       (this.restAcceptsAnyToken && !!request.headers.authorization);
@@ -274,11 +286,21 @@ export class FakeDiscord {
     }
     let match = /^\/channels\/(\d+)\/messages$/.exec(call.path);
     if (method === "POST" && match) {
-      return sendJson(
-        response,
-        200,
-        this.messageObject(this.nextId(), match[1]!, String(body.content ?? ""), body.components ?? []),
+      const message = this.messageObject(
+        this.nextId(),
+        match[1]!,
+        String(body.content ?? ""),
+        body.components ?? [],
       );
+      const attachments = Object.values(call.uploads ?? {}).map((file) => ({
+        id: this.nextId(),
+        filename: file.filename,
+        size: file.content.length,
+        url: `http://127.0.0.1:${this.port}/cdn/${file.filename}`,
+        proxy_url: `http://127.0.0.1:${this.port}/cdn/${file.filename}`,
+        ...(file.contentType ? { content_type: file.contentType } : {}),
+      }));
+      return sendJson(response, 200, { ...message, attachments });
     }
     match = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(call.path);
     if (method === "PATCH" && match) {

@@ -2,6 +2,7 @@ import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type WebSocket, WebSocketServer } from "ws";
 import { closeServer, listen, readBody, sendJson } from "./http-util.js";
+import { readBytes } from "./multipart.js";
 
 /**
  * Slack Web API (`/api/<method>`) and Socket Mode WebSocket on one 127.0.0.1 port, driven by the real
@@ -15,6 +16,17 @@ export interface SlackCall {
   token: string;
   body: Record<string, unknown>;
   failed?: boolean;
+}
+
+/** A file shared in a channel by files.completeUploadExternal. */
+export interface SlackSharedFile {
+  fileId: string;
+  filename: string;
+  title?: string;
+  channel: string;
+  threadTs?: string;
+  initialComment?: string;
+  content: Buffer;
 }
 
 export const SLACK_BOT_USER = "U0BOT";
@@ -43,6 +55,13 @@ export class FakeSlack {
   private readonly socketServer: WebSocketServer;
   private port = 0;
   readonly files = new Map<string, Buffer>();
+  /** Files shared in channels (files.completeUploadExternal), in order. */
+  readonly shared: SlackSharedFile[] = [];
+  /** Uploads announced by files.getUploadURLExternal: file id → name, length and the bytes once POSTed. */
+  readonly uploads = new Map<string, { filename: string; length: number; content?: Buffer }>();
+  /** Answered POSTs to upload URLs, failed ones included (`failNext("upload", …)` scripts one). */
+  uploadAttempts = 0;
+  private fileCounter = 0;
   /** Display names users.info knows (user id → name); others answer user_not_found. */
   readonly userNames = new Map<string, string>([["U0ALICE", "Alice"]]);
 
@@ -137,6 +156,8 @@ export class FakeSlack {
       return;
     }
     const url = (request.url ?? "").split("?")[0]!;
+    const upload = /^\/upload\/(\w+)$/.exec(url);
+    if (upload && request.method === "POST") return this.receiveUpload(upload[1]!, request, response);
     const file = /^\/files\/(.+)$/.exec(url);
     if (file) {
       const content = this.files.get(file[1]!);
@@ -200,11 +221,77 @@ export class FakeSlack {
           user: { id: body.user, name: name.toLowerCase(), profile: { display_name: name, real_name: name } },
         });
       }
+      case "files.getUploadURLExternal": {
+        const fileId = `F0FILE${++this.fileCounter}`;
+        this.uploads.set(fileId, { filename: String(body.filename), length: Number(body.length) });
+        return sendJson(response, 200, {
+          ok: true,
+          upload_url: `${this.baseUrl}/upload/${fileId}`,
+          file_id: fileId,
+        });
+      }
+      case "files.completeUploadExternal":
+        return this.completeUpload(body, response);
       case "chat.update":
         return sendJson(response, 200, { ok: true, channel: body.channel, ts: body.ts, text: body.text });
       default:
         return sendJson(response, 200, { ok: false, error: "unknown_method" });
     }
+  }
+
+  /** The upload URL: takes the bytes once (as Slack's does), with the bot token. */
+  private async receiveUpload(
+    fileId: string,
+    request: IncomingMessage,
+    response: ServerResponse,
+  ): Promise<void> {
+    const content = await readBytes(request);
+    this.uploadAttempts++;
+    const failureIndex = this.failures.findIndex((failure) => failure.method === "upload");
+    if (failureIndex >= 0) {
+      const [failure] = this.failures.splice(failureIndex, 1);
+      const headers: Record<string, string> =
+        failure!.retryAfterSeconds !== undefined ? { "retry-after": String(failure!.retryAfterSeconds) } : {};
+      response.writeHead(failure!.status, { "content-type": "text/plain", ...headers });
+      response.end(failure!.error);
+      return;
+    }
+    const pending = this.uploads.get(fileId);
+    if (!pending || pending.content || request.headers.authorization !== `Bearer ${this.botToken}`) {
+      response.writeHead(404, { "content-type": "text/plain" }).end("not found");
+      return;
+    }
+    pending.content = content;
+    response.writeHead(200, { "content-type": "text/plain" }).end(`OK - ${content.length}`);
+  }
+
+  /** Shares uploaded files in `channel_id`; a file never uploaded (or uploaded short) is refused. */
+  private completeUpload(body: Record<string, unknown>, response: ServerResponse): void {
+    const entries = (Array.isArray(body.files) ? body.files : []) as Array<{ id: string; title?: string }>;
+    const ready = entries.map((entry) => ({ entry, upload: this.uploads.get(entry.id) }));
+    if (
+      entries.length === 0 ||
+      ready.some(({ upload }) => !upload?.content || upload.content.length !== upload.length)
+    ) {
+      sendJson(response, 200, { ok: false, error: "file_upload_not_completed" });
+      return;
+    }
+    for (const { entry, upload } of ready) {
+      this.shared.push({
+        fileId: entry.id,
+        filename: upload!.filename,
+        title: entry.title,
+        channel: String(body.channel_id),
+        ...(body.thread_ts ? { threadTs: String(body.thread_ts) } : {}),
+        ...(body.initial_comment ? { initialComment: String(body.initial_comment) } : {}),
+        content: upload!.content!,
+      });
+      this.uploads.delete(entry.id);
+    }
+    sendJson(response, 200, {
+      ok: true,
+      files: entries.map((entry) => ({ id: entry.id, title: entry.title ?? "" })),
+    });
   }
 
   private onConnection(ws: WebSocket): void {
@@ -232,7 +319,9 @@ function parseBody(raw: string, contentType: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of new URLSearchParams(raw)) {
     out[key] =
-      (key === "blocks" || key === "attachments") && value.startsWith("[") ? JSON.parse(value) : value;
+      (key === "blocks" || key === "attachments" || key === "files") && value.startsWith("[")
+        ? JSON.parse(value)
+        : value;
   }
   return out;
 }

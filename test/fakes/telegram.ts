@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { closeServer, listen, readBody, sendJson } from "./http-util.js";
+import { closeServer, listen, sendJson } from "./http-util.js";
+import { parseMultipart, readBytes, type UploadedFile } from "./multipart.js";
 
 /**
  * A Telegram Bot API server on 127.0.0.1 that the real grammY client talks to (`apiRoot`). It queues
@@ -14,6 +15,8 @@ export interface TelegramCall {
   body: Record<string, unknown>;
   /** The fake answered this call with a scripted error. */
   failed?: boolean;
+  /** Files uploaded with a multipart call, by the field that names them (`photo`, `document`). */
+  uploads?: Record<string, UploadedFile>;
 }
 
 interface ScriptedFailure {
@@ -139,9 +142,8 @@ export class FakeTelegram {
     const match = /^\/bot([^/]+)\/(?:test\/)?(\w+)/.exec(url);
     if (!match) return sendJson(response, 404, { ok: false, error_code: 404, description: "Not Found" });
     const [, token = "", method = ""] = match;
-    const raw = await readBody(request);
-    const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
-    const call: TelegramCall = { method, token, body };
+    const call: TelegramCall = { method, token, ...(await parseCall(request)) };
+    const body = call.body;
     if (token !== this.validToken) {
       this.calls.push({ ...call, failed: true });
       return sendJson(response, 401, { ok: false, error_code: 401, description: "Unauthorized" });
@@ -184,6 +186,28 @@ export class FakeTelegram {
           from: TELEGRAM_BOT,
           text: body.text,
         });
+      case "sendPhoto":
+      case "sendDocument": {
+        const field = method === "sendPhoto" ? "photo" : "document";
+        const upload = call.uploads?.[field];
+        if (!upload)
+          return sendJson(response, 400, {
+            ok: false,
+            error_code: 400,
+            description: `Bad Request: there is no ${field} in the request`,
+          });
+        const fileId = `file-${this.nextMessageId}`;
+        return ok({
+          message_id: this.nextMessageId++,
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: body.chat_id, type: "private" },
+          from: TELEGRAM_BOT,
+          ...(body.caption !== undefined ? { caption: body.caption } : {}),
+          ...(field === "photo"
+            ? { photo: [{ file_id: fileId, file_unique_id: fileId, width: 1, height: 1 }] }
+            : { document: { file_id: fileId, file_unique_id: fileId, file_name: upload.filename } }),
+        });
+      }
       case "editMessageText":
         return ok({
           message_id: body.message_id,
@@ -238,4 +262,26 @@ export class FakeTelegram {
     this.waiter = finish;
     request.on("close", () => clearTimeout(timer));
   }
+}
+
+/**
+ * The body of a Bot API call: JSON, or multipart when grammY uploads a file — then every field is text (objects
+ * JSON-encoded) and a file field holds `attach://<part>`, which is resolved to that part.
+ */
+async function parseCall(
+  request: IncomingMessage,
+): Promise<{ body: Record<string, unknown>; uploads?: Record<string, UploadedFile> }> {
+  const raw = await readBytes(request);
+  const multipart = parseMultipart(raw, request.headers["content-type"] ?? "");
+  if (!multipart)
+    return { body: raw.length > 0 ? (JSON.parse(raw.toString("utf8")) as Record<string, unknown>) : {} };
+  const body: Record<string, unknown> = {};
+  const uploads: Record<string, UploadedFile> = {};
+  for (const [key, value] of Object.entries(multipart.fields)) {
+    const attached = /^attach:\/\/(.+)$/.exec(value);
+    const file = attached ? multipart.files[attached[1]!] : undefined;
+    if (file) uploads[key] = file;
+    body[key] = /^[[{]/.test(value) ? JSON.parse(value) : value;
+  }
+  return { body, uploads };
 }
