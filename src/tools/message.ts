@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
+import { prepareOutboundFile } from "./message-file.js";
 
 const DELIVERY_WAIT_MS = 10_000;
 
@@ -17,7 +18,7 @@ function mayPost(context: ToolContext, target: { channel: string; chatId: string
 export const messageTool = defineTool({
   name: "message",
   description:
-    "Send a message to a chat: this chat by default, or another channel/chat (e.g. post to the team's Slack channel). Only chats the access rules allow.",
+    "Send a message to a chat: this chat by default, or another channel/chat (e.g. post to the team's Slack channel). Only chats the access rules allow. With `file`, a workspace file goes along: a picture (PNG, JPEG, WebP) as a photo, anything else as a document — e.g. a screenshot just taken.",
   inputSchema: z.object({
     content: z.string().min(1).describe("The message text (Markdown)."),
     channel: z
@@ -26,6 +27,11 @@ export const messageTool = defineTool({
       .optional()
       .describe("telegram, discord, slack … (default: this chat's channel)."),
     chat_id: z.string().min(1).optional().describe("Chat id in that channel (default: this chat)."),
+    file: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Path of a file to send with the text, relative to the workspace or absolute."),
   }),
   risk: "medium",
   async execute(input, context) {
@@ -55,7 +61,13 @@ export const messageTool = defineTool({
       isCurrentChat && context.target.threadId
         ? { channel, chatId, threadId: context.target.threadId }
         : { channel, chatId };
-    const outboxId = messaging.messenger.send(target, { text: input.content }, "message");
+    // Checked now, before anything is queued: a refused or oversized file sends nothing at all.
+    const file = input.file ? await prepareOutboundFile(context, input.file, channel) : undefined;
+    const outboxId = messaging.messenger.send(
+      target,
+      { text: input.content, ...(file ? { file } : {}) },
+      "message",
+    );
     const status = await messaging.messenger.waitForDelivery(outboxId, DELIVERY_WAIT_MS);
     if (status === "failed") {
       throw new ToolError(
@@ -69,6 +81,7 @@ export const messageTool = defineTool({
       chat_id: chatId,
       status: status === "sent" ? "sent" : "queued",
       outbox_id: outboxId,
+      ...(file ? { file: { name: file.name, sent_as: file.kind } } : {}),
     };
   },
 });

@@ -70,7 +70,7 @@ describe("scheduling and communication tools", () => {
     expect(Object.keys(specs.cron_update!.properties)).toEqual(
       expect.arrayContaining(["job_id", "expression", "command", "enabled"]),
     );
-    expect(Object.keys(specs.message!.properties)).toEqual(["content", "channel", "chat_id"]);
+    expect(Object.keys(specs.message!.properties)).toEqual(["content", "channel", "chat_id", "file"]);
     expect(Object.keys(specs.pushover!.properties)).toEqual(
       expect.arrayContaining(["message", "title", "priority", "sound"]),
     );
