@@ -1,6 +1,8 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
+import { ConsoleChannel } from "../../channels/console.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import type { ToolCallContext } from "../../src/core/tool-runtime.js";
 import type { ReplyTarget } from "../../src/core/types.js";
@@ -241,5 +243,40 @@ describe("media out: message with a file", () => {
     expect(telegram.calls.filter((call) => /^send/.test(call.method))).toHaveLength(0);
     expect(discord.callsOf("POST", /messages$/)).toHaveLength(0);
     expect(slack.callsOf("files.getUploadURLExternal")).toHaveLength(0);
+  });
+
+  it("caps the size per channel before queueing; an image too large for a photo goes as a document", async () => {
+    const { telegram, discord, testApp, message } = await platforms();
+    const big = path.join(testApp.config.workspace, "big.png");
+    writeFileSync(big, PNG);
+    truncateSync(big, 26 * 1024 * 1024);
+    expect(await message(discordChat, { content: "big", file: "big.png" })).toMatchObject({
+      error: {
+        code: "message.file_too_large",
+        message: expect.stringMatching(/discord takes files up to 25\.0 MB/),
+      },
+    });
+    expect(discord.callsOf("POST", /messages$/)).toHaveLength(0);
+    expect(await message(telegramChat, { content: "big", file: "big.png" })).toMatchObject({
+      ok: true,
+      file: { sent_as: "document" },
+    });
+    expect(telegram.callsOf("sendDocument")[0]!.uploads?.document?.content.length).toBe(26 * 1024 * 1024);
+  });
+});
+
+describe("media out: console", () => {
+  it("prints the file's path under the text", async () => {
+    const output = new PassThrough();
+    let printed = "";
+    output.on("data", (chunk) => {
+      printed += String(chunk);
+    });
+    const terminal = new ConsoleChannel({ input: new PassThrough(), output, color: false });
+    await terminal.send(
+      { channel: "console", chatId: "local" },
+      { text: "the chart", file: { path: "/work/space/chart.png", name: "chart.png", kind: "photo" } },
+    );
+    expect(printed).toContain("magpie> the chart\n[photo: /work/space/chart.png]\n");
   });
 });
