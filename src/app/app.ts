@@ -112,6 +112,7 @@ export class MagpieApp {
   private readonly stopTasks: Array<() => void | Promise<void>> = [];
   private readonly readyTasks: Array<() => void | Promise<void>> = [];
   private readonly resetListeners: Array<(sessionKey: string) => void | Promise<void>> = [];
+  private readonly featureChannels: ChannelAdapter[] = [];
   private access: AccessControl = consoleOnlyAccess;
   private approvals: ApprovalGate = denyAllApprovals;
   private authority: AuthorityPort = consoleOnlyAuthority;
@@ -291,7 +292,7 @@ export class MagpieApp {
       const address = await this.http.listen(config.http.port, config.http.host);
       logger.info({ host: address.address, port: address.port }, "http-listening");
     }
-    const adapters: ChannelAdapter[] = [...(this.options.adapters ?? [])];
+    const adapters: ChannelAdapter[] = [...(this.options.adapters ?? []), ...this.featureChannels];
     if (this.options.loadChannels !== false) {
       const { loadChatChannels } = await import("../../channels/index.js");
       adapters.push(...(await loadChatChannels({ config, logger, http: this.http, store: this.store })));
@@ -406,6 +407,7 @@ export class MagpieApp {
         this.spend = spend;
       },
       authority: () => this.authority,
+      addChannel: (adapter) => void this.featureChannels.push(adapter),
       onStop: (task) => void this.stopTasks.push(task),
       afterReady: (task) => void this.readyTasks.push(task),
       onSessionReset: (listener) => void this.resetListeners.push(listener),

@@ -12,8 +12,13 @@ export const dashboardFeature: MagpieFeature = {
   async setup(app) {
     const { http } = app.config;
     if (!http.dashboard.enabled || !http.dashboard.token) return;
-    const { mountDashboard } = await import("../dashboard/create-dashboard.js");
-    const feed = mountDashboard(app.httpApp, {
+    const [{ mountDashboard }, { WebChannel }] = await Promise.all([
+      import("../dashboard/create-dashboard.js"),
+      import("../../channels/web.js"),
+    ]);
+    const webChat = new WebChannel(app.store.kv, () => app.clock.now());
+    app.addChannel(webChat);
+    const deps = {
       token: http.dashboard.token,
       store: app.store,
       timezone: app.config.timezone,
@@ -24,7 +29,8 @@ export const dashboardFeature: MagpieFeature = {
       memory: () => app.services.memory,
       defaultAgent: new AgentDirectory(app.config.agents, app.config.routes, app.config.llm.model)
         .defaultAgent,
-    });
+    };
+    const feed = mountDashboard(app.httpApp, deps, webChat);
     app.onStop(() => feed.stop());
     if (!LOOPBACK_HOSTS.has(http.host)) {
       app.logger.warn(

@@ -57,6 +57,8 @@ export interface AppContext {
   authority(): AuthorityPort;
   /** Installs the budget check and usage ledger asked around every LLM call (the usage feature). */
   setSpendPort(spend: SpendPort): void;
+  /** Adds a channel adapter a feature owns (the dashboard's web chat); started with the others. */
+  addChannel(adapter: ChannelAdapter): void;
   /** Runs `task` when the app stops (reverse order of registration). */
   onStop(task: () => void | Promise<void>): void;
   /** Runs `listener` when a chat's session ends (`/reset`): per-session resources are released. */

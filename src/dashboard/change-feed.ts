@@ -20,7 +20,8 @@ export function changeFingerprint(db: Db): string {
         (SELECT COUNT(*) || ':' || SUM(status = 'pending') FROM approvals) AS approvals,
         (SELECT COUNT(*) || ':' || SUM(status = 'pending') FROM questions) AS questions,
         (SELECT COUNT(*) || ':' || COALESCE(MAX(updated_at), 0) FROM memories) AS memories,
-        (SELECT COALESCE(MAX(id), 0) FROM messages) AS messages`,
+        (SELECT COALESCE(MAX(id), 0) FROM messages) AS messages,
+        (SELECT COALESCE(SUM(updated_at), 0) FROM kv WHERE key LIKE 'web:transcript:%') AS webchat`,
     )
     .get() as Record<string, unknown>;
   return Object.values(row).join("|");

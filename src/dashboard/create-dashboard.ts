@@ -1,11 +1,13 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import type { WebChannel } from "../../channels/web.js";
 import type { HttpApp } from "../http/server.js";
 import { dashboardAuth } from "./auth.js";
 import { ChangeFeed, LIVE_SCRIPT } from "./change-feed.js";
 import { layout } from "./layout.js";
 import { approvalRoutes } from "./pages/approvals-page.js";
 import { auditRoutes } from "./pages/audit-page.js";
+import { chatRoutes } from "./pages/chat-page.js";
 import { cronRoutes } from "./pages/cron-page.js";
 import { memoryRoutes } from "./pages/memory-page.js";
 import type { DashboardDeps } from "./pages/page-context.js";
@@ -16,10 +18,10 @@ import { usageRoutes } from "./pages/usage-page.js";
 export type { DashboardDeps };
 
 /**
- * Mounts the dashboard on the HTTP app: `GET /` and everything under `/ui/`, all behind the token. Returns the
- * change feed, whose open event streams must end when the app stops.
+ * Mounts the dashboard on the HTTP app: `GET /` and everything under `/ui/` (the web chat included), all behind
+ * the token. Returns the change feed, whose open event streams must end when the app stops.
  */
-export function mountDashboard(app: HttpApp, deps: DashboardDeps): ChangeFeed {
+export function mountDashboard(app: HttpApp, deps: DashboardDeps, webChat: WebChannel): ChangeFeed {
   const auth = dashboardAuth(deps.token);
   // Only the dashboard's own paths: health checks and webhooks stay open to their callers.
   app.use("/", auth);
@@ -39,5 +41,6 @@ export function mountDashboard(app: HttpApp, deps: DashboardDeps): ChangeFeed {
   for (const routes of [approvalRoutes, sessionRoutes, cronRoutes, memoryRoutes, auditRoutes, usageRoutes]) {
     routes(app, deps);
   }
+  chatRoutes(app, webChat);
   return feed;
 }

@@ -6,6 +6,7 @@ export type PageBody = HtmlEscapedString | Promise<HtmlEscapedString>;
 
 const NAV: Array<[string, string]> = [
   ["/", "Status"],
+  ["/ui/chat", "Chat"],
   ["/ui/approvals", "Approvals"],
   ["/ui/sessions", "Sessions"],
   ["/ui/cron", "Cron"],

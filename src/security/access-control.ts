@@ -44,6 +44,10 @@ export class ChannelAccessControl implements AccessControl {
 
   check(message: InboundMessage): AccessDecision {
     if (message.channel === "console") return { allow: true };
+    // The web chat exists only behind the signed-in dashboard, whose user is an owner.
+    if (message.channel === "web") {
+      return this.config.http.dashboard.enabled ? { allow: true } : deny("the dashboard is not enabled");
+    }
     if (!isChatChannel(message.channel)) return deny(`unknown channel "${message.channel}"`);
     const rules = this.rulesOf(message.channel);
     return message.isDirect ? this.checkDirect(message, rules) : this.checkGroup(message, rules);
@@ -55,6 +59,7 @@ export class ChannelAccessControl implements AccessControl {
    */
   allowsPress(press: ButtonPress): boolean {
     if (press.channel === "console") return true;
+    if (press.channel === "web") return this.config.http.dashboard.enabled;
     if (!isChatChannel(press.channel)) return false;
     const rules = this.rulesOf(press.channel);
     const asMessage: InboundMessage = {

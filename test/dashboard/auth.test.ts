@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { WebChannel } from "../../channels/web.js";
 import type { Messenger } from "../../src/core/messenger.js";
 import { mountDashboard } from "../../src/dashboard/create-dashboard.js";
 import { registerHealthRoutes } from "../../src/http/health.js";
@@ -27,17 +28,21 @@ beforeEach(async () => {
   });
   server = new HttpServer(silentLogger());
   registerHealthRoutes(server.app, { store, adapters: () => new Map(), started: () => true });
-  mountDashboard(server.app, {
-    token: TOKEN,
-    store,
-    timezone: "UTC",
-    channels: () => new Map(),
-    approvals: () => gate,
-    questions: () => undefined,
-    scheduler: () => undefined,
-    memory: () => undefined,
-    defaultAgent: "main",
-  });
+  mountDashboard(
+    server.app,
+    {
+      token: TOKEN,
+      store,
+      timezone: "UTC",
+      channels: () => new Map(),
+      approvals: () => gate,
+      questions: () => undefined,
+      scheduler: () => undefined,
+      memory: () => undefined,
+      defaultAgent: "main",
+    },
+    new WebChannel(store.kv),
+  );
   server.route("POST", "/telegram/webhook", (_request, response) => void response.writeHead(200).end("hook"));
   const address = await server.listen(0, "127.0.0.1");
   url = `http://127.0.0.1:${address.port}`;

@@ -2,9 +2,11 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accessFeature } from "../../src/app/access-feature.js";
 import { dashboardFeature } from "../../src/app/dashboard-feature.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import { securityFeature } from "../../src/app/security-feature.js";
+import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
 const TOKEN = "browser-test-token-0123456789";
@@ -108,4 +110,54 @@ describe("dashboard in headless Chromium", () => {
     expect(scheduler.get(job.id).status).toBe("active");
     await page.close();
   }, 30_000);
+});
+
+describe("webchat in headless Chromium", () => {
+  let chat: TestApp;
+
+  beforeAll(async () => {
+    chat = await startTestApp({
+      channel: null,
+      features: [accessFeature, securityFeature, dashboardFeature],
+      config: {
+        http: { dashboard: { enabled: true, token: TOKEN } },
+        security: { approvals: { require: ["shell"], timeoutSecs: 20 } },
+      },
+    });
+  });
+  afterAll(() => chat?.stop());
+
+  it("round trip with the scripted LLM; a turn's approval is approved in the browser and the tool runs", async () => {
+    const llm = chat.llm!;
+    llm.script(reply.text("Hello from Magpie"));
+    const page = await browser.newPage();
+    await page.goto(`${chat.url}/?token=${TOKEN}`);
+    await page.click("nav >> text=Chat");
+    await page.waitForFunction(() => "htmx" in globalThis);
+    await page.fill("textarea[name=text]", "hi there");
+    await page.click("button:has-text('Send')");
+    await page.locator(".chat-owner pre", { hasText: "hi there" }).waitFor();
+    await page.locator(".chat-magpie pre", { hasText: "Hello from Magpie" }).waitFor({ timeout: 10_000 });
+    expect(JSON.stringify(llm.requests[0]!.messages)).toContain("hi there");
+
+    llm.script(
+      reply.toolCalls([{ name: "shell", arguments: { command: "echo approved-run" } }]),
+      reply.text("done"),
+    );
+    await page.fill("textarea[name=text]", "run it");
+    await page.click("button:has-text('Send')");
+    await page.locator(".chat-magpie pre", { hasText: "Approval needed" }).waitFor({ timeout: 10_000 });
+    await page.screenshot({ path: path.join(SCREENSHOTS, "chat.png") });
+
+    await page.click("nav >> text=Approvals");
+    await page.locator("[data-approval] pre", { hasText: "echo approved-run" }).waitFor();
+    await page.click("[data-approval] button:has-text('Approve')");
+    await page.locator("text=Approved: shell").waitFor();
+    await page.click("nav >> text=Chat");
+    await page.locator(".chat-magpie pre", { hasText: /^done$/ }).waitFor({ timeout: 10_000 });
+    const toolMessage = llm.requests[2]!.messages.find((message) => message.role === "tool");
+    expect(String(toolMessage?.content)).toContain("approved-run");
+    llm.assertDone();
+    await page.close();
+  }, 40_000);
 });

@@ -1,0 +1,154 @@
+import type {
+  AcceptResult,
+  Button,
+  ChannelAdapter,
+  ChannelCapabilities,
+  ChannelStatus,
+  InboundSink,
+  OutboundMessage,
+  ReplyTarget,
+  SendProgress,
+  SendResult,
+} from "../src/core/types.js";
+import type { KvRepository } from "../src/store/kv.js";
+
+/** One line of a web chat as the dashboard shows it. */
+export interface WebChatEntry {
+  id: string;
+  from: "owner" | "magpie";
+  text: string;
+  at: number;
+  buttons?: Button[][];
+}
+
+/** The one chat the dashboard user has with Magpie (its session key is `web:dashboard`). */
+export const WEB_CHAT_ID = "dashboard";
+export const WEB_USER_ID = "dashboard";
+/** The chat's transcript is kept in `kv` under this prefix, the newest `TRANSCRIPT_LIMIT` lines. */
+export const TRANSCRIPT_KEY_PREFIX = "web:transcript:";
+const TRANSCRIPT_LIMIT = 200;
+
+/**
+ * Webchat: the dashboard's chat with Magpie, a channel like the others. Messages come in only through
+ * `receive`/`press`, which only the signed-in dashboard calls; its sender is an owner (src/security/authority.ts).
+ * Replies arrive through the outbox like any channel's, and land in a transcript stored in the database, so
+ * they survive a reload or a restart; streamed drafts are edits of one line.
+ */
+export class WebChannel implements ChannelAdapter {
+  readonly name = "web";
+  readonly capabilities: ChannelCapabilities = {
+    maxMessageLength: 100_000,
+    edit: true,
+    buttons: true,
+    typing: false,
+    threads: false,
+  };
+  private sink: InboundSink | null = null;
+  private state: ChannelStatus = { state: "starting", since: Date.now() };
+  private counter = 0;
+
+  constructor(
+    private readonly kv: KvRepository,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async start(sink: InboundSink): Promise<void> {
+    this.sink = sink;
+    this.state = { state: "connected", since: this.now() };
+  }
+
+  /** A message typed in the dashboard; `messageId` comes from the form, so a resent form is a duplicate. */
+  async receive(text: string, messageId: string, chatId = WEB_CHAT_ID): Promise<AcceptResult> {
+    if (!this.sink || this.state.state !== "connected")
+      return { status: "rejected", reason: "web chat stopped" };
+    const at = this.now();
+    const lineId = `in-${messageId}`;
+    // Shown before the turn can answer; a resent form finds its line already there.
+    if (!this.transcript(chatId).some((entry) => entry.id === lineId)) {
+      this.append(chatId, { id: lineId, from: "owner", text, at });
+    }
+    const result = await this.sink.message({
+      channel: this.name,
+      chatId,
+      messageId,
+      userId: WEB_USER_ID,
+      userName: "dashboard",
+      text,
+      isDirect: true,
+      mentionsBot: true,
+      attachments: [],
+      receivedAt: at,
+    });
+    if (result.status === "denied" || result.status === "rejected") {
+      this.append(chatId, {
+        id: `refused-${messageId}`,
+        from: "magpie",
+        text: `Not taken: ${result.reason}`,
+        at,
+      });
+    }
+    return result;
+  }
+
+  /** A button pressed in the dashboard's chat (an approval's Approve, a question's option). */
+  async press(buttonId: string, chatId = WEB_CHAT_ID): Promise<void> {
+    await this.sink?.buttonPressed({
+      channel: this.name,
+      chatId,
+      userId: WEB_USER_ID,
+      userName: "dashboard",
+      isDirect: true,
+      buttonId,
+    });
+  }
+
+  async send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
+    if (message.editMessageId) {
+      await this.edit(target, message.editMessageId, message);
+      return { messageIds: [message.editMessageId] };
+    }
+    // One part: a retry after it was stored doesn't store it twice.
+    const id = `out-${this.now()}-${++this.counter}`;
+    if ((progress?.partsSent ?? 0) === 0) {
+      const file = message.file ? `\n[${message.file.kind}: ${message.file.name}]` : "";
+      this.append(target.chatId, {
+        id,
+        from: "magpie",
+        text: `${message.text}${file}`,
+        at: this.now(),
+        ...(message.buttons ? { buttons: message.buttons } : {}),
+      });
+      progress?.onPartSent(0, id);
+    }
+    return { messageIds: [id] };
+  }
+
+  async edit(target: ReplyTarget, messageId: string, message: OutboundMessage): Promise<void> {
+    const entries = this.transcript(target.chatId);
+    const entry = entries.find((candidate) => candidate.id === messageId);
+    if (!entry) return;
+    entry.text = message.text;
+    if (message.buttons) entry.buttons = message.buttons;
+    else delete entry.buttons;
+    this.kv.set(TRANSCRIPT_KEY_PREFIX + target.chatId, entries);
+  }
+
+  /** The chat's lines, oldest first. */
+  transcript(chatId = WEB_CHAT_ID): WebChatEntry[] {
+    return this.kv.get<WebChatEntry[]>(TRANSCRIPT_KEY_PREFIX + chatId) ?? [];
+  }
+
+  status(): ChannelStatus {
+    return this.state;
+  }
+
+  async stop(): Promise<void> {
+    this.sink = null;
+    this.state = { state: "stopped", since: this.now() };
+  }
+
+  private append(chatId: string, entry: WebChatEntry): void {
+    const entries = [...this.transcript(chatId), entry].slice(-TRANSCRIPT_LIMIT);
+    this.kv.set(TRANSCRIPT_KEY_PREFIX + chatId, entries);
+  }
+}
