@@ -32,6 +32,8 @@ export interface PartSender<Markup> {
   ): Promise<string>;
   /** Longest rendered caption a file can carry; longer text goes as messages before the file. */
   captionLimit?: number;
+  /** False where a shared file cannot carry buttons (Slack): they go on the last text part instead. */
+  filesTakeButtons?: boolean;
 }
 
 /** The file of an outbound message. */
@@ -53,7 +55,9 @@ function stepsOf(parts: RenderedPart[], message: OutboundMessage, sender: PartSe
     only !== undefined &&
     !message.editMessageId &&
     only.formatted.length <= (sender.captionLimit ?? 0);
-  if (fitsCaption) return [{ kind: "file", caption: only }];
+  // Where the file cannot carry the buttons, the text stays a message of its own to carry them.
+  const buttonsNeedText = message.buttons !== undefined && sender.filesTakeButtons === false;
+  if (fitsCaption && !buttonsNeedText) return [{ kind: "file", caption: only }];
   const nonEmpty = textSteps.filter((step) => step.kind !== "text" || step.part.plain.trim().length > 0);
   return [...nonEmpty, { kind: "file", caption: undefined }];
 }
@@ -71,10 +75,12 @@ export async function sendParts<Markup>(
 ): Promise<SendResult> {
   const parts = renderParts(message.text, sender.limit, (text) => sender.render(text, message.format));
   const steps = stepsOf(parts, message, sender as PartSender<unknown>);
+  const buttonsAt =
+    sender.filesTakeButtons === false && steps.at(-1)?.kind === "file" ? steps.length - 2 : steps.length - 1;
   const messageIds: string[] = [];
   for (let index = progress?.partsSent ?? 0; index < steps.length; index++) {
     const step = steps[index]!;
-    const markup = index === steps.length - 1 && message.buttons ? sender.markup(message.buttons) : undefined;
+    const markup = index === buttonsAt && message.buttons ? sender.markup(message.buttons) : undefined;
     if (step.kind === "file") {
       await sender.pacer?.wait(target.chatId);
       const id = await sender.postFile!(message.file!, step.caption, markup, index === 0);

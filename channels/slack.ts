@@ -352,8 +352,9 @@ export class SlackChannel implements ChannelAdapter {
         edit: (ts, part, buttons) => this.update(target.chatId, ts, part, buttons, plain),
         // Every part goes into the thread, not only the first.
         post: (part, buttons) => this.post(target.chatId, threadTs, part, buttons, plain),
-        // Slack shares files without buttons: a message with both puts them on the text before the file.
-        captionLimit: message.buttons ? 0 : FILE_COMMENT_LIMIT,
+        captionLimit: FILE_COMMENT_LIMIT,
+        // A shared file carries no blocks: a message with buttons keeps them on its text, sent before the file.
+        filesTakeButtons: false,
         postFile: (file, caption) => this.postFile(target.chatId, threadTs, file, caption),
       },
       progress,

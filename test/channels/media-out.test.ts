@@ -3,6 +3,7 @@ import path from "node:path";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConsoleChannel } from "../../channels/console.js";
+import { type PartSender, sendParts } from "../../channels/send-parts.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import type { ToolCallContext } from "../../src/core/tool-runtime.js";
 import type { ReplyTarget } from "../../src/core/types.js";
@@ -278,5 +279,58 @@ describe("media out: console", () => {
       { text: "the chart", file: { path: "/work/space/chart.png", name: "chart.png", kind: "photo" } },
     );
     expect(printed).toContain("magpie> the chart\n[photo: /work/space/chart.png]\n");
+  });
+});
+
+describe("media out: steps of a send", () => {
+  const file = { path: "/w/chart.png", name: "chart.png", kind: "photo" as const };
+  const target = { channel: "x", chatId: "1" };
+  function recorder(filesTakeButtons: boolean) {
+    const log: string[] = [];
+    const sender: PartSender<string> = {
+      limit: 100,
+      render: (text) => text,
+      markup: (rows) =>
+        rows
+          .flat()
+          .map((button) => button.id)
+          .join(","),
+      edit: async () => undefined,
+      post: async (part, markup) => {
+        log.push(`text:${part.plain}${markup ? ` [${markup}]` : ""}`);
+        return `m${log.length}`;
+      },
+      postFile: async (_file, caption, markup) => {
+        log.push(`file${caption ? `:${caption.plain}` : ""}${markup ? ` [${markup}]` : ""}`);
+        return `m${log.length}`;
+      },
+      captionLimit: 50,
+      filesTakeButtons,
+    };
+    return { log, sender };
+  }
+  const buttons = [[{ id: "yes", label: "Yes" }]];
+
+  it("puts a short text on the file as its caption, with the buttons", async () => {
+    const { log, sender } = recorder(true);
+    await sendParts(target, { text: "hi", file, buttons }, sender);
+    expect(log).toEqual(["file:hi [yes]"]);
+  });
+
+  it("keeps the buttons on the text where files cannot carry them (Slack)", async () => {
+    const { log, sender } = recorder(false);
+    await sendParts(target, { text: "hi", file, buttons }, sender);
+    expect(log).toEqual(["text:hi [yes]", "file"]);
+  });
+
+  it("resumes after the delivered text: only the file is sent again", async () => {
+    const { log, sender } = recorder(true);
+    const long = "word ".repeat(14).trim(); // over the caption limit (50), one part (100)
+    const result = await sendParts(target, { text: long, file }, sender, {
+      partsSent: 1,
+      onPartSent: () => undefined,
+    });
+    expect(log).toEqual(["file"]);
+    expect(result.messageIds).toEqual(["m1"]);
   });
 });
