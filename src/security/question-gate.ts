@@ -171,7 +171,7 @@ export class QuestionGate {
    */
   answerFromDashboard(id: string, answer: { optionIndex: number } | { text: string }): boolean {
     const waiting = this.waiting.get(id);
-    if (!waiting || waiting.request.askedOf.role !== "owner") return false;
+    if (waiting?.request.askedOf.role !== "owner") return false;
     const by = { channel: "web", userId: "dashboard" };
     if ("optionIndex" in answer) {
       const option = waiting.request.options[answer.optionIndex];

@@ -1,6 +1,5 @@
 import { html } from "hono/html";
 import type { ChatMessage } from "../../llm/types.js";
-import type { PageBody } from "../layout.js";
 import { type PageRoutes, respond } from "./page-context.js";
 
 interface SessionRow {
