@@ -98,7 +98,13 @@ export class ChatTurns {
   /** Runs the turn for a session's collected inbox items (the queue's runner). */
   async run(sessionKey: string, inboxIds: number[], signal: AbortSignal): Promise<void> {
     const { store, clock, engine } = this.options;
-    const items = inboxIds.flatMap((id) => store.inbox.get(id) ?? []);
+    // Only messages still waiting: an id can be queued twice when a message arrives while start-up recovery
+    // runs (the intake and the recovery both queue it); the second time it is already answered.
+    const items = [...new Set(inboxIds)].flatMap((id) => {
+      const item = store.inbox.get(id);
+      return item && item.status === "pending" ? [item] : [];
+    });
+    inboxIds = items.map((item) => item.id);
     const last = items[items.length - 1];
     if (!last) return;
     // Started means running: the messages are marked so only once the turn holds a slot (see onStart).

@@ -193,6 +193,26 @@ describe("durability", () => {
     await llm.close();
   });
 
+  it("a message queued twice (it arrived while start-up recovery ran) is answered once", async () => {
+    harness = await startTestApp();
+    const { llm, channel, app } = harness;
+    llm!.script(reply.text("answered once"));
+    const accepted = await channel!.receive("hello", { chatId: "twice", messageId: "t1" });
+    if (accepted.status !== "accepted") throw new Error("not accepted");
+    // The recovery queues the same unfinished message the intake already queued.
+    app.router.queues.enqueue("test:twice", accepted.inboxId);
+    await channel!.waitForSent(1);
+    await app.router.queues.idle();
+    app.router.queues.enqueue("test:twice", accepted.inboxId);
+    await app.router.queues.idle();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(channel!.texts()).toEqual(["answered once"]);
+    expect(app.store.db.prepare("SELECT status FROM inbox WHERE id = ?").pluck().get(accepted.inboxId)).toBe(
+      "done",
+    );
+    llm!.assertDone();
+  });
+
   it("a message waiting for a turn slot is not marked started (a crash then answers it instead of 'interrupted')", async () => {
     harness = await startTestApp({ config: { agent: { maxConcurrentTurns: 1 } } });
     const { llm, channel, app } = harness;
