@@ -1,5 +1,6 @@
 import { accessFeature } from "./access-feature.js";
 import { browserFeature } from "./browser-feature.js";
+import { dashboardFeature } from "./dashboard-feature.js";
 import type { MagpieFeature } from "./feature.js";
 import { hardwareFeature } from "./hardware-feature.js";
 import { mcpFeature } from "./mcp-feature.js";
@@ -20,4 +21,5 @@ export const features: MagpieFeature[] = [
   hardwareFeature,
   mcpFeature,
   browserFeature,
+  dashboardFeature,
 ];
