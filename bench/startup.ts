@@ -117,6 +117,13 @@ export async function run(): Promise<void> {
   const scenarios = [await scenario("no chat channels", "")];
   scenarios.push(await withChannelFakes((yaml) => scenario("Telegram + Discord + Slack (fakes)", yaml)));
   scenarios.push(await scenario("two MCP servers (stdio), no chat channels", mcpServersYaml()));
+  scenarios.push(
+    await scenario(
+      "dashboard enabled, no chat channels",
+      // Appended right under `http: port:` in the generated config.
+      "  dashboard: { enabled: true, token: bench-token-0123456789abcdef }\n",
+    ),
+  );
   console.log(
     `magpie start (built CLI, no LLM, all features on), ${RUNS} runs each, node ${process.version}\n`,
   );
@@ -127,12 +134,15 @@ export async function run(): Promise<void> {
       `| ${name} | ${median(ready).toFixed(0)} ms (${Math.min(...ready).toFixed(0)}–${Math.max(...ready).toFixed(0)}) | ${median(rss).toFixed(1)} MiB (${Math.min(...rss).toFixed(1)}–${Math.max(...rss).toFixed(1)}) |`,
     );
   }
-  const [bare, full, mcp] = scenarios;
+  const [bare, full, mcp, dashboard] = scenarios;
   console.log(
     `\nAll three channels cost ${(median(full!.rss) - median(bare!.rss)).toFixed(1)} MiB and ${(median(full!.ready) - median(bare!.ready)).toFixed(0)} ms more than none.`,
   );
   console.log(
     `Two MCP servers: ready in ${((median(mcp!.ready) / median(bare!.ready)) * 100).toFixed(0)} % of the time without them (target ≤ 110 %; they start after ready).`,
+  );
+  console.log(
+    `The dashboard, when enabled, costs ${(median(dashboard!.rss) - median(bare!.rss)).toFixed(1)} MiB and ${(median(dashboard!.ready) - median(bare!.ready)).toFixed(0)} ms; disabled, none of it is loaded (the first row).`,
   );
   console.log("For scale: OpenClaw is reported at ~1.5 s to ready and ~580 MB RSS.");
 }
