@@ -6,6 +6,7 @@ import { accessFeature } from "../../src/app/access-feature.js";
 import { dashboardFeature } from "../../src/app/dashboard-feature.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import { securityFeature } from "../../src/app/security-feature.js";
+import { CHROMIUM_ARGS } from "../../src/browser/browser-service.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
@@ -19,15 +20,7 @@ let magpie: TestApp;
 beforeAll(async () => {
   browser = await chromium.launch({
     executablePath: "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--disable-sync",
-    ],
+    args: CHROMIUM_ARGS,
   });
   magpie = await startTestApp({
     llm: false,
