@@ -2,6 +2,7 @@ import { applyPatchTool } from "./apply-patch.js";
 import { askQuestionTool } from "./ask-question.js";
 import { attachmentSaveTool } from "./attachment-save.js";
 import { browserTool } from "./browser.js";
+import { browserOpenTool } from "./browser-open.js";
 import { cronAddTool } from "./cron-add.js";
 import { cronListTool } from "./cron-list.js";
 import { cronRemoveTool } from "./cron-remove.js";
@@ -60,6 +61,7 @@ export const builtinTools: Tool[] = [
   webFetchTool,
   webSearchTool,
   browserTool,
+  browserOpenTool,
   memoryStoreTool,
   memoryRecallTool,
   memoryForgetTool,

@@ -9,11 +9,13 @@ export const browserSchema = z
     executablePath: z.string().min(1).optional(),
     /** A session's page is closed after this long unused; the browser process once no page is left. */
     idleSecs: positiveInt.default(300),
-    /** Hosts (and their subdomains) `browser_open` may open on the desktop; empty: none. */
-    // Refused until browser_open exists: an accepted key must do what it says.
+    /** Hosts (and their subdomains) `browser_open` may open on the desktop; empty: none (the tool is off). */
     allowedDomains: z
-      .array(z.string().min(1))
-      .max(0, "browser.allowedDomains (browser_open) is not supported yet; leave it empty")
+      .array(
+        z
+          .string()
+          .regex(/^[a-z0-9-]+(\.[a-z0-9-]+)*$/i, "a host name like github.com (no scheme, port or path)"),
+      )
       .default([]),
   })
   .prefault({});
