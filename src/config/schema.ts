@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents.js";
-import { browserSchema } from "./sections/browser.js";
+import { browserSchema, screenshotSchema } from "./sections/browser.js";
 import { channelsSchema } from "./sections/channels.js";
 import { mcpServersSchema, skillsSchema } from "./sections/mcp.js";
 import { retentionSchema } from "./sections/retention.js";
@@ -37,6 +37,7 @@ export const configSchema = z.strictObject({
   cron: cronSchema,
   retention: retentionSchema,
   browser: browserSchema,
+  screenshot: screenshotSchema,
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

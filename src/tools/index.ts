@@ -32,6 +32,7 @@ import { memoryStoreTool } from "./memory-store.js";
 import { messageTool } from "./message.js";
 import { pushoverTool } from "./pushover.js";
 import { scheduleTool } from "./schedule.js";
+import { screenshotTool } from "./screenshot.js";
 import { serialTool } from "./serial.js";
 import { shellTool } from "./shell.js";
 import { spawnTool } from "./spawn.js";
@@ -62,6 +63,7 @@ export const builtinTools: Tool[] = [
   webSearchTool,
   browserTool,
   browserOpenTool,
+  screenshotTool,
   memoryStoreTool,
   memoryRecallTool,
   memoryForgetTool,
