@@ -12,6 +12,7 @@ export const ENV_FALLBACKS: ReadonlyArray<{ env: string; path: string[]; number?
   { env: "PUSHOVER_TOKEN", path: ["notify", "pushover", "token"] },
   { env: "PUSHOVER_USER_KEY", path: ["notify", "pushover", "user"] },
   { env: "BRAVE_API_KEY", path: ["tools", "web", "braveApiKey"] },
+  { env: "COMPOSIO_API_KEY", path: ["composio", "apiKey"] },
   { env: "MAGPIE_DATA_DIR", path: ["dataDir"] },
   { env: "MAGPIE_HTTP_HOST", path: ["http", "host"] },
   { env: "MAGPIE_HTTP_PORT", path: ["http", "port"], number: true },
@@ -31,5 +32,6 @@ export const SECRET_PATHS: ReadonlyArray<string[]> = [
   ["notify", "pushover", "token"],
   ["notify", "pushover", "user"],
   ["tools", "web", "braveApiKey"],
+  ["composio", "apiKey"],
   ["http", "dashboard", "token"],
 ];

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents.js";
-import { browserSchema, screenshotSchema } from "./sections/browser.js";
+import { browserSchema, composioSchema, screenshotSchema } from "./sections/browser.js";
 import { channelsSchema } from "./sections/channels.js";
 import { mcpServersSchema, skillsSchema } from "./sections/mcp.js";
 import { retentionSchema } from "./sections/retention.js";
@@ -38,6 +38,7 @@ export const configSchema = z.strictObject({
   retention: retentionSchema,
   browser: browserSchema,
   screenshot: screenshotSchema,
+  composio: composioSchema,
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

@@ -3,6 +3,7 @@ import { askQuestionTool } from "./ask-question.js";
 import { attachmentSaveTool } from "./attachment-save.js";
 import { browserTool } from "./browser.js";
 import { browserOpenTool } from "./browser-open.js";
+import { composioTool } from "./composio.js";
 import { cronAddTool } from "./cron-add.js";
 import { cronListTool } from "./cron-list.js";
 import { cronRemoveTool } from "./cron-remove.js";
@@ -64,6 +65,7 @@ export const builtinTools: Tool[] = [
   browserTool,
   browserOpenTool,
   screenshotTool,
+  composioTool,
   memoryStoreTool,
   memoryRecallTool,
   memoryForgetTool,
