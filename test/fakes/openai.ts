@@ -15,6 +15,12 @@ export interface ChatRequestBody {
   [key: string]: unknown;
 }
 
+/** Tool-call arguments: a value, a JSON string, or computed from the request (e.g. a path an earlier tool returned). */
+function argumentsText(value: unknown, body: ChatRequestBody): string {
+  const resolved = typeof value === "function" ? (value as (body: ChatRequestBody) => unknown)(body) : value;
+  return typeof resolved === "string" ? resolved : JSON.stringify(resolved);
+}
+
 export type ScriptStep =
   | { kind: "text"; text: string; expect?: (body: ChatRequestBody) => void }
   | {
@@ -224,7 +230,7 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
             type: "function",
             function: {
               name: call.name,
-              arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
+              arguments: argumentsText(call.arguments, body),
             },
           }))
         : undefined;
