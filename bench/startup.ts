@@ -124,6 +124,9 @@ export async function run(): Promise<void> {
       "  dashboard: { enabled: true, token: bench-token-0123456789abcdef }\n",
     ),
   );
+  scenarios.push(
+    await scenario("browser enabled (not used yet), no chat channels", "browser:\n  enabled: true\n"),
+  );
   console.log(
     `magpie start (built CLI, no LLM, all features on), ${RUNS} runs each, node ${process.version}\n`,
   );
@@ -134,7 +137,7 @@ export async function run(): Promise<void> {
       `| ${name} | ${median(ready).toFixed(0)} ms (${Math.min(...ready).toFixed(0)}–${Math.max(...ready).toFixed(0)}) | ${median(rss).toFixed(1)} MiB (${Math.min(...rss).toFixed(1)}–${Math.max(...rss).toFixed(1)}) |`,
     );
   }
-  const [bare, full, mcp, dashboard] = scenarios;
+  const [bare, full, mcp, dashboard, browser] = scenarios;
   console.log(
     `\nAll three channels cost ${(median(full!.rss) - median(bare!.rss)).toFixed(1)} MiB and ${(median(full!.ready) - median(bare!.ready)).toFixed(0)} ms more than none.`,
   );
@@ -143,6 +146,9 @@ export async function run(): Promise<void> {
   );
   console.log(
     `The dashboard, when enabled, costs ${(median(dashboard!.rss) - median(bare!.rss)).toFixed(1)} MiB and ${(median(dashboard!.ready) - median(bare!.ready)).toFixed(0)} ms; disabled, none of it is loaded (the first row).`,
+  );
+  console.log(
+    `The browser tool, enabled but not used yet, costs ${(median(browser!.rss) - median(bare!.rss)).toFixed(1)} MiB and ${(median(browser!.ready) - median(bare!.ready)).toFixed(0)} ms (Chromium and playwright-core start on first use).`,
   );
   console.log("For scale: OpenClaw is reported at ~1.5 s to ready and ~580 MB RSS.");
 }
