@@ -1,12 +1,10 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { features } from "../../src/app/features.js";
 import { waitFor } from "../fakes/http-util.js";
 import type { ChatRequestBody } from "../fakes/openai.js";
 import { reply } from "../fakes/openai.js";
-import { FakeTelegram } from "../fakes/telegram.js";
-import { startTestApp } from "../helpers/harness.js";
+import { startTelegramApp } from "../helpers/telegram-app.js";
 
 /**
  * Issue 14 end to end: the model opens a local page in the headless system Chromium, reads it, types into it,
@@ -38,26 +36,15 @@ describe("browser screenshot sent to Telegram", () => {
     await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
     cleanup.push(() => new Promise<void>((resolve) => page.close(() => resolve())));
     const url = `http://127.0.0.1:${(page.address() as AddressInfo).port}/`;
-    const telegram = await new FakeTelegram().start();
-    cleanup.push(() => telegram.close());
-    const testApp = await startTestApp({
-      features,
-      loadChannels: true,
-      channel: null,
+    const app = await startTelegramApp({
+      access: { allowFrom: [OWNER.id] },
       config: {
         browser: { enabled: true },
         security: { ssrf: { allowHosts: ["127.0.0.1"] }, approvals: { require: [] } },
-        channels: {
-          telegram: {
-            token: telegram.validToken,
-            apiRoot: telegram.apiRoot,
-            pacing: false,
-            allowFrom: [OWNER.id],
-          },
-        },
       },
     });
-    cleanup.push(() => testApp.stop());
+    cleanup.push(() => app.stop());
+    const { telegram, testApp } = app;
     const llm = testApp.llm!;
     llm.script(
       reply.toolCalls([{ name: "browser", arguments: { action: "open", url } }]),

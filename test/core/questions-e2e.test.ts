@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { features } from "../../src/app/features.js";
 import { waitFor } from "../fakes/http-util.js";
 import type { ChatRequestBody } from "../fakes/openai.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
 import { FakeTelegram } from "../fakes/telegram.js";
-import { startTestApp, type TestApp } from "../helpers/harness.js";
+import type { TestApp } from "../helpers/harness.js";
+import { startTelegramApp } from "../helpers/telegram-app.js";
 
 /** ask_question end to end: the real grammY client against the Telegram fake, a scripted LLM. */
 
@@ -21,24 +21,12 @@ afterEach(async () => {
 });
 
 async function start(telegram: FakeTelegram, llm: OpenAiFake, dataDir?: string): Promise<TestApp> {
-  const testApp = await startTestApp({
-    features,
-    loadChannels: true,
-    channel: null,
-    llm,
-    ...(dataDir ? { dataDir } : {}),
-    config: {
-      channels: {
-        telegram: {
-          token: telegram.validToken,
-          apiRoot: telegram.apiRoot,
-          pacing: false,
-          allowFrom: [OWNER.id, OTHER_OWNER.id],
-        },
-      },
-    },
+  const app = await startTelegramApp({
+    telegram,
+    access: { allowFrom: [OWNER.id, OTHER_OWNER.id] },
+    app: { llm, ...(dataDir ? { dataDir } : {}) },
   });
-  return testApp;
+  return app.testApp;
 }
 
 async function setup() {

@@ -1,9 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { features } from "../../src/app/features.js";
 import { waitFor } from "../fakes/http-util.js";
 import { reply, startOpenAiFake } from "../fakes/openai.js";
-import { FakeTelegram } from "../fakes/telegram.js";
-import { startTestApp } from "../helpers/harness.js";
+import { startTelegramApp } from "../helpers/telegram-app.js";
 
 /** Failover end to end through the real grammY client and the Telegram fake, with two OpenAI fakes. */
 
@@ -16,27 +14,14 @@ afterEach(async () => {
 });
 
 async function setup() {
-  const telegram = await new FakeTelegram().start();
-  cleanup.push(() => telegram.close());
   const fallback = await startOpenAiFake();
   cleanup.push(() => fallback.close());
-  const testApp = await startTestApp({
-    features,
-    loadChannels: true,
-    channel: null,
-    config: {
-      llm: { maxRetries: 1, fallbacks: [{ model: "fb-model", baseUrl: fallback.url }] },
-      channels: {
-        telegram: {
-          token: telegram.validToken,
-          apiRoot: telegram.apiRoot,
-          pacing: false,
-          allowFrom: [OWNER.id],
-        },
-      },
-    },
+  const app = await startTelegramApp({
+    access: { allowFrom: [OWNER.id] },
+    config: { llm: { maxRetries: 1, fallbacks: [{ model: "fb-model", baseUrl: fallback.url }] } },
   });
-  cleanup.push(() => testApp.stop());
+  cleanup.push(() => app.stop());
+  const { telegram } = app;
   const texts = () =>
     telegram
       .callsOf("sendMessage")
@@ -44,7 +29,7 @@ async function setup() {
       .map((call) => String(call.body.text));
   const dm = (text: string) =>
     telegram.pushMessage({ chat: { id: OWNER.id, type: "private" }, from: OWNER, text });
-  return { primary: testApp.llm!, fallback, texts, dm };
+  return { primary: app.testApp.llm!, fallback, texts, dm };
 }
 
 describe("model failover in a Telegram chat", () => {

@@ -1,10 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { features } from "../../src/app/features.js";
 import { waitFor } from "../fakes/http-util.js";
 import type { ChatRequestBody } from "../fakes/openai.js";
 import { reply } from "../fakes/openai.js";
-import { FakeTelegram } from "../fakes/telegram.js";
-import { startTestApp } from "../helpers/harness.js";
+import { startTelegramApp } from "../helpers/telegram-app.js";
 
 /** Media in end to end: a photo and a voice note through the real grammY client, the Telegram fake and the LLM fake. */
 
@@ -22,26 +20,9 @@ afterEach(async () => {
 });
 
 async function setup(llmConfig: Record<string, unknown> = {}) {
-  const telegram = await new FakeTelegram().start();
-  cleanup.push(() => telegram.close());
-  const testApp = await startTestApp({
-    features,
-    loadChannels: true,
-    channel: null,
-    config: {
-      llm: llmConfig,
-      channels: {
-        telegram: {
-          token: telegram.validToken,
-          apiRoot: telegram.apiRoot,
-          pacing: false,
-          allowFrom: [OWNER.id],
-        },
-      },
-    },
-  });
-  cleanup.push(() => testApp.stop());
-  return { telegram, llm: testApp.llm! };
+  const app = await startTelegramApp({ access: { allowFrom: [OWNER.id] }, config: { llm: llmConfig } });
+  cleanup.push(() => app.stop());
+  return { telegram: app.telegram, llm: app.testApp.llm! };
 }
 
 const userMessage = (body: ChatRequestBody) => body.messages.findLast((message) => message.role === "user");

@@ -5,8 +5,9 @@ import { features } from "../../src/app/features.js";
 import { waitFor } from "../fakes/http-util.js";
 import { reply } from "../fakes/openai.js";
 import { FakeSlack, SLACK_BOT_USER, SLACK_TEAM } from "../fakes/slack.js";
-import { FakeTelegram, TELEGRAM_BOT } from "../fakes/telegram.js";
+import { type FakeTelegram, TELEGRAM_BOT } from "../fakes/telegram.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
+import { startTelegramApp } from "../helpers/telegram-app.js";
 
 /**
  * Authority follows the sender (DESIGN.md → Security → Identities and authority), attacked as a hostile member
@@ -25,27 +26,12 @@ afterEach(async () => {
 });
 
 async function groupApp(): Promise<{ telegram: FakeTelegram; testApp: TestApp }> {
-  const telegram = await new FakeTelegram().start();
-  cleanup.push(() => telegram.close());
-  const testApp = await startTestApp({
-    features,
-    loadChannels: true,
-    channel: null,
-    config: {
-      security: { approvals: { require: ["shell"], timeoutSecs: 30 } },
-      channels: {
-        telegram: {
-          token: telegram.validToken,
-          apiRoot: telegram.apiRoot,
-          pacing: false,
-          allowFrom: [OWNER.id],
-          groups: [GROUP.id],
-        },
-      },
-    },
+  const app = await startTelegramApp({
+    access: { allowFrom: [OWNER.id], groups: [GROUP.id] },
+    config: { security: { approvals: { require: ["shell"], timeoutSecs: 30 } } },
   });
-  cleanup.push(() => testApp.stop());
-  return { telegram, testApp };
+  cleanup.push(() => app.stop());
+  return app;
 }
 
 /** A mention (or a command addressed to the bot, as Telegram groups need) from `from` in the group. */
