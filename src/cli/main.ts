@@ -2,10 +2,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadConfig } from "../config/load.js";
 import type { MagpieConfig } from "../config/schema.js";
 import { ConfigError } from "../core/errors.js";
-import { Store } from "../store/index.js";
 import type { CliCommand, CliEnv } from "./cli-env.js";
 
 const USAGE = `Usage: magpie [command] [--config <path>]
@@ -99,6 +97,11 @@ async function main(argv: string[]): Promise<number> {
       `Unknown ${rest[0]!.startsWith("-") ? "option" : "argument"} "${rest[0]}" for ${command}.`,
     );
   }
+  // Loaded only now: `--version`, `--help` and usage errors need neither zod, YAML nor SQLite.
+  const [{ loadConfig }, { Store }] = await Promise.all([
+    import("../config/load.js"),
+    import("../store/index.js"),
+  ]);
   const env: CliEnv = {
     loadConfig: () => loadConfig({ configPath }),
     openStore: (config: MagpieConfig) => Store.open(config.dataDir),
@@ -134,13 +137,23 @@ function usageError(problem: string): number {
   return 2;
 }
 
-/** Sub-commands live in src/cli/commands/<name>.ts and export `run`. */
+/**
+ * Sub-commands live in src/cli/commands/<name>.ts and export `run`. Listed with literal import paths so the
+ * production bundle (scripts/bundle.mjs) can see them; each loads only when its command runs.
+ */
+const SUBCOMMANDS: Record<string, () => Promise<{ run: CliCommand }>> = {
+  backup: () => import("./commands/backup.js"),
+  cron: () => import("./commands/cron.js"),
+  doctor: () => import("./commands/doctor.js"),
+  memory: () => import("./commands/memory.js"),
+  pair: () => import("./commands/pair.js"),
+  send: () => import("./commands/send.js"),
+  usage: () => import("./commands/usage.js"),
+};
+
 async function loadSubcommand(name: string): Promise<CliCommand | null> {
-  if (!/^[a-z][a-z-]*$/.test(name)) return null;
-  const file = new URL(`./commands/${name}.js`, import.meta.url);
-  if (!existsSync(fileURLToPath(file))) return null;
-  const module = (await import(file.href)) as { run?: CliCommand };
-  return module.run ?? null;
+  const load = Object.hasOwn(SUBCOMMANDS, name) ? SUBCOMMANDS[name] : undefined;
+  return load ? (await load()).run : null;
 }
 
 main(process.argv.slice(2)).then(

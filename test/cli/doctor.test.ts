@@ -5,8 +5,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type OpenAiFake, startOpenAiFake } from "../fakes/openai.js";
 import { FakeTelegram } from "../fakes/telegram.js";
+import { MAGPIE_CLI } from "../helpers/cli-path.js";
 
-const CLI = path.resolve("dist/src/cli/main.js");
 let llm: OpenAiFake;
 let telegram: FakeTelegram;
 
@@ -23,7 +23,7 @@ function doctor(yaml: string) {
   const cwd = mkdtempSync(path.join(tmpdir(), "magpie-doctor-"));
   writeFileSync(path.join(cwd, "magpie.yaml"), yaml);
   return new Promise<{ code: number | null; stdout: string }>((resolve) => {
-    const child = spawn(process.execPath, [CLI, "doctor", "--config", "magpie.yaml"], {
+    const child = spawn(process.execPath, [MAGPIE_CLI, "doctor", "--config", "magpie.yaml"], {
       cwd,
       env: { PATH: process.env.PATH, HOME: process.env.HOME },
     });

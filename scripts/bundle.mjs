@@ -1,0 +1,63 @@
+/**
+ * The production build: one esbuild bundle of the CLI (dist/bundle/main.js plus a chunk per lazily loaded part —
+ * a channel library, a feature, a sub-command), so start-up reads a few files instead of resolving and linking
+ * hundreds of modules (measured in `npm run bench -- startup`). `tsc` still type-checks and builds dist/src for
+ * the tests; this file only packages what it built from the same sources.
+ */
+import { rmSync } from "node:fs";
+import { build } from "esbuild";
+
+/**
+ * Left to Node's own resolution at run time: native add-ons (and the optional hardware ones, which may be
+ * absent), packages that find their own files next to themselves (WASM grammars, playwright's driver, pino-pretty
+ * loaded through createRequire), and optional speed-ups that discord.js and ws try to require.
+ */
+const external = [
+  "better-sqlite3",
+  "serialport",
+  "@serialport/*",
+  "onoff",
+  "i2c-bus",
+  "spi-device",
+  "playwright-core",
+  "web-tree-sitter",
+  "tree-sitter-bash",
+  "pino-pretty",
+  "pushover-notifications",
+  "zlib-sync",
+  "bufferutil",
+  "utf-8-validate",
+  "erlpack",
+];
+
+// Chunk names carry content hashes: a stale chunk of an earlier build would only take space.
+rmSync("dist/bundle", { recursive: true, force: true });
+
+await build({
+  entryPoints: { main: "src/cli/main.ts" },
+  outdir: "dist/bundle",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  external,
+  // CommonJS dependencies inside an ES module bundle still call require() and read __dirname.
+  banner: {
+    js: [
+      'import { createRequire as __magpieCreateRequire } from "node:module";',
+      'import { fileURLToPath as __magpieFileURLToPath } from "node:url";',
+      "const require = __magpieCreateRequire(import.meta.url);",
+      "const __filename = __magpieFileURLToPath(import.meta.url);",
+      'const __dirname = __magpieFileURLToPath(new URL(".", import.meta.url));',
+    ].join("\n"),
+  },
+  chunkNames: "chunks/[name]-[hash]",
+  // Class and function names stay as written: errors are classified by class name (src/llm/failure-kind.ts),
+  // and a bundle would otherwise rename `APIError` to `APIError2` where two packages declare one.
+  keepNames: true,
+  // Stack traces name the bundle's lines; `node --enable-source-maps` maps them back to src/.
+  sourcemap: "linked",
+  legalComments: "none",
+  logLevel: "warning",
+});
