@@ -6,7 +6,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 make g+
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY channels ./channels
-# `npm ci` builds dist/ through the prepare script.
+COPY scripts ./scripts
+# `npm ci` builds dist/ (type-checked output and the esbuild bundle) through the prepare script.
 RUN npm ci --no-fund --no-audit && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
@@ -18,10 +19,10 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY config/magpie.example.yaml ./config/magpie.example.yaml
-RUN ln -s /app/dist/src/cli/main.js /usr/local/bin/magpie && chmod +x /app/dist/src/cli/main.js \
+RUN ln -s /app/dist/bundle/main.js /usr/local/bin/magpie && chmod +x /app/dist/bundle/main.js \
   && mkdir -p /app/data && chown -R node:node /app/data
 USER node
 VOLUME ["/app/data"]
 EXPOSE 8787
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s CMD node -e "fetch('http://127.0.0.1:8787/readyz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
-CMD ["node", "dist/src/cli/main.js", "start"]
+CMD ["node", "dist/bundle/main.js", "start"]

@@ -10,6 +10,30 @@ describe("deployment files", () => {
     expect(service.build).toBe(".");
     expect(service.volumes).toEqual(expect.arrayContaining(["./data:/app/data", "./config:/app/config:ro"]));
     expect(service.ports).toEqual(["127.0.0.1:8787:8787"]);
+    // bubblewrap needs user namespaces and its own /proc in the container.
+    expect(service.security_opt).toEqual(
+      expect.arrayContaining(["seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"]),
+    );
+  });
+
+  it("docker-compose.pi.yml passes the hardware devices, sysfs GPIO and the host's group ids through", () => {
+    const service = parse(readFileSync("docker-compose.pi.yml", "utf8")).services.magpie;
+    expect(service.devices).toEqual(
+      expect.arrayContaining(["/dev/i2c-1:/dev/i2c-1", "/dev/spidev0.0:/dev/spidev0.0"]),
+    );
+    expect(service.volumes).toContain("/sys/class/gpio:/sys/class/gpio");
+    // Group names don't exist in the image: numeric ids from the host, and a clear error when one is unset.
+    for (const name of ["GPIO_GID", "I2C_GID", "SPI_GID", "DIALOUT_GID"]) {
+      expect(service.group_add.some((entry: string) => entry.startsWith(`\${${name}:?`))).toBe(true);
+    }
+    const example = readFileSync(".env.example", "utf8");
+    for (const name of ["GPIO_GID", "I2C_GID", "SPI_GID", "DIALOUT_GID"]) expect(example).toContain(`${name}=`);
+  });
+
+  it("the image installs bubblewrap and runs the production bundle", () => {
+    const dockerfile = readFileSync("Dockerfile", "utf8");
+    expect(dockerfile).toMatch(/apt-get install[^\n]*bubblewrap/);
+    expect(dockerfile).toContain('CMD ["node", "dist/bundle/main.js", "start"]');
   });
 
   it("every COPY source in the Dockerfile exists", () => {
