@@ -56,6 +56,7 @@ await build({
   // Class and function names stay as written: errors are classified by class name (src/llm/failure-kind.ts),
   // and a bundle would otherwise rename `APIError` to `APIError2` where two packages declare one.
   keepNames: true,
+  minify: true,
   // Stack traces name the bundle's lines; `node --enable-source-maps` maps them back to src/.
   sourcemap: "linked",
   legalComments: "none",

@@ -26,7 +26,7 @@ describe("deploy/magpie.service", () => {
     expect(keys.get("ProtectSystem")).toEqual(["strict"]);
     expect(keys.get("ReadWritePaths")).toEqual(["/var/lib/magpie"]);
     expect(keys.get("CapabilityBoundingSet")).toEqual([""]);
-    expect(keys.get("ExecStart")?.[0]).toMatch(/dist\/src\/cli\/main\.js start$/);
+    expect(keys.get("ExecStart")?.[0]).toMatch(/dist\/bundle\/main\.js start$/);
     expect(UNIT).toMatch(/^#SupplementaryGroups=gpio i2c spi dialout$/m);
     // SIGTERM → Magpie exits within 10 s; systemd must wait longer than that.
     expect(Number(keys.get("TimeoutStopSec")?.[0])).toBeGreaterThan(10);

@@ -27,7 +27,8 @@ describe("deployment files", () => {
       expect(service.group_add.some((entry: string) => entry.startsWith(`\${${name}:?`))).toBe(true);
     }
     const example = readFileSync(".env.example", "utf8");
-    for (const name of ["GPIO_GID", "I2C_GID", "SPI_GID", "DIALOUT_GID"]) expect(example).toContain(`${name}=`);
+    for (const name of ["GPIO_GID", "I2C_GID", "SPI_GID", "DIALOUT_GID"])
+      expect(example).toContain(`${name}=`);
   });
 
   it("the image installs bubblewrap and runs the production bundle", () => {

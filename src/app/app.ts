@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Logger } from "pino";
@@ -21,6 +22,7 @@ import { OutboxWorker } from "../core/outbox-worker.js";
 import { Router } from "../core/router.js";
 import type { SpendPort } from "../core/spend.js";
 import { Subagents } from "../core/subagents.js";
+import { clockLine } from "../core/system-prompt.js";
 import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
 import { registerHealthRoutes } from "../http/health.js";
 import { HttpServer } from "../http/server.js";
@@ -30,6 +32,7 @@ import { createTranscriber } from "../llm/transcriber.js";
 import type { ChatModel } from "../llm/types.js";
 import { createLogger } from "../log/logger.js";
 import { MediaPreparer } from "../media/media-preparer.js";
+import { wallTimeAt } from "../scheduler/zoned-time.js";
 import { createRedactor, type Redactor } from "../security/redact.js";
 import { requireSandboxStatus, type SandboxStatus } from "../security/sandbox.js";
 import { HostAllowList } from "../security/ssrf-address.js";
@@ -111,6 +114,7 @@ export class MagpieApp {
   private readonly interceptors: MessageInterceptor[] = [];
   private readonly stopTasks: Array<() => void | Promise<void>> = [];
   private readonly readyTasks: Array<() => void | Promise<void>> = [];
+  private readonly warmTasks: Array<() => void | Promise<void>> = [];
   private readonly resetListeners: Array<(sessionKey: string) => void | Promise<void>> = [];
   private readonly featureChannels: ChannelAdapter[] = [];
   private access: AccessControl = consoleOnlyAccess;
@@ -304,7 +308,9 @@ export class MagpieApp {
     }
     for (const adapter of adapters) this.adapters.set(adapter.name, adapter);
     try {
-      await Promise.all(adapters.map((adapter) => adapter.start(this.router)));
+      const connecting = Promise.all(adapters.map((adapter) => adapter.start(this.router)));
+      // The first requests are on their way: warm up while their answers travel.
+      await Promise.all([connecting, this.warm()]);
     } catch (error) {
       await this.stop();
       throw error;
@@ -332,6 +338,42 @@ export class MagpieApp {
       },
       "magpie-ready",
     );
+  }
+
+  /**
+   * What the first reply would otherwise pay for (measured in `npm run bench -- startup`): the LLM client and its
+   * SDK, every enabled tool's JSON Schema, and the features' warm-up tasks (memory's prepared statements).
+   */
+  private async warmFetch(): Promise<void> {
+    const address = this.http.address;
+    if (!address) return;
+    const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+    const local = host === "0.0.0.0" ? "127.0.0.1" : host === "[::]" ? "[::1]" : host;
+    const response = await fetch(`http://${local}:${address.port}/healthz`);
+    await response.arrayBuffer();
+  }
+
+  private async warm(): Promise<void> {
+    const tasks: Array<() => void | Promise<void>> = [
+      () => this.model?.warm?.(),
+      () => void this.tools.specs(this.tools.enabledNames()),
+      // The first UUID seeds a buffer of random bytes (a few ms); turns and outbox entries each take one.
+      () => void randomUUID(),
+      // The first time-zone formatters load ICU's zone data (~10 ms): the prompt's clock line, budget periods.
+      () => void clockLine(this.config.timezone, new Date()),
+      () => void wallTimeAt(Date.now(), this.config.timezone),
+      // The first fetch builds undici's dispatcher and compiles its HTTP parser (~8 ms), which the first LLM
+      // request would otherwise wait for: one request to our own health endpoint on loopback does it instead.
+      () => this.warmFetch(),
+      ...this.warmTasks,
+    ];
+    for (const task of tasks) {
+      try {
+        await task();
+      } catch (error) {
+        this.logger.debug({ err: error }, "warm-up-failed");
+      }
+    }
   }
 
   get isReady(): boolean {
@@ -410,6 +452,7 @@ export class MagpieApp {
       addChannel: (adapter) => void this.featureChannels.push(adapter),
       onStop: (task) => void this.stopTasks.push(task),
       afterReady: (task) => void this.readyTasks.push(task),
+      warmUp: (task) => void this.warmTasks.push(task),
       onSessionReset: (listener) => void this.resetListeners.push(listener),
     };
   }

@@ -65,6 +65,11 @@ export interface AppContext {
   onSessionReset(listener: (sessionKey: string) => void | Promise<void>): void;
   /** Runs `task` in the background shortly after the app is ready (work that must not delay ready). */
   afterReady(task: () => void | Promise<void>): void;
+  /**
+   * Runs `task` while the channels connect (overlapping their network waits): what the first reply would
+   * otherwise load or prepare. A failure is logged and costs nothing else.
+   */
+  warmUp(task: () => void | Promise<void>): void;
 }
 
 /** A feature plugs tools, commands, services and background work into the app. */

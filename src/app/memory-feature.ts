@@ -12,6 +12,7 @@ export const memoryFeature: MagpieFeature = {
     const service = createMemoryService(app.config, app.store.db, logger, app.clock);
     const directory = new AgentDirectory(app.config.agents, app.config.routes, app.config.llm.model);
     app.services.memory = service;
+    app.warmUp(() => service.repository.warm());
     app.addHooks(memoryHooks(service, app.config, directory, logger));
     app.commands.register(...memoryCommands(service, directory));
     app.onStop(() => service.close());

@@ -2,9 +2,18 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import v8 from "node:v8";
 import type { MagpieConfig } from "../config/schema.js";
 import { ConfigError } from "../core/errors.js";
 import type { CliCommand, CliEnv } from "./cli-env.js";
+
+/**
+ * A small young generation: V8 lets it grow to 16 MiB × 2 on 64-bit, which an always-on bot on a small box keeps
+ * resident for nothing. 2 MiB costs more frequent (sub-millisecond) scavenges and saves 12–25 MiB of idle RSS
+ * (`npm run bench -- startup`). Set before anything allocates much; a `--max-semi-space-size` given to node wins.
+ */
+const NODE_FLAGS = `${process.execArgv.join(" ")} ${process.env.NODE_OPTIONS ?? ""}`;
+if (!NODE_FLAGS.includes("semi-space-size")) v8.setFlagsFromString("--max-semi-space-size=2");
 
 const USAGE = `Usage: magpie [command] [--config <path>]
 

@@ -13,13 +13,21 @@ export interface SystemPromptInput {
   toolNames: string[];
 }
 
+const clockFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** "Tuesday 24 November 2026 at 20:15" in `timezone` (formatters are costly to build: one per zone). */
+export function clockLine(timezone: string, now: Date): string {
+  let format = clockFormats.get(timezone);
+  if (!format) {
+    format = new Intl.DateTimeFormat("en-GB", { timeZone: timezone, dateStyle: "full", timeStyle: "short" });
+    clockFormats.set(timezone, format);
+  }
+  return format.format(now);
+}
+
 /** Builds the system prompt of a turn: identity, time, agent prompt, recalled memory, summary of earlier turns. */
 export function buildSystemPrompt(input: SystemPromptInput): string {
-  const time = new Intl.DateTimeFormat("en-GB", {
-    timeZone: input.timezone,
-    dateStyle: "full",
-    timeStyle: "short",
-  }).format(input.now);
+  const time = clockLine(input.timezone, input.now);
   const parts = [
     "You are Magpie, a self-hosted assistant running on the owner's own always-on machine. You answer chat " +
       "messages, use tools on that machine when they help, and keep answers short and concrete. Use Markdown " +

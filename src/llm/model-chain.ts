@@ -127,6 +127,12 @@ export class ModelChain implements ChatModel {
     });
   }
 
+  /** The primary entry's client, loaded ahead of the first request (no request is sent). */
+  async warm(): Promise<void> {
+    const [primary] = this.options.entries;
+    if (primary) await this.endpoint(primary);
+  }
+
   private endpoint(entry: ChainEntry): Promise<ChatModel> {
     let endpoint = this.endpoints.get(entry);
     if (!endpoint) {

@@ -42,5 +42,6 @@ export function redactingModel(model: ChatModel, redactor: TextRedactor): ChatMo
         { ...request, messages: request.messages.map((message) => redactMessage(message, redactor)) },
         options,
       ),
+    ...(model.warm ? { warm: () => model.warm!() } : {}),
   };
 }

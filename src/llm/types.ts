@@ -51,4 +51,6 @@ export interface CompletionOptions {
 /** What the agent loop needs from an LLM provider. */
 export interface ChatModel {
   complete(request: CompletionRequest, options?: CompletionOptions): Promise<CompletionResult>;
+  /** Loads and builds what the first request needs (the SDK, the client) without sending anything. */
+  warm?(): Promise<void>;
 }

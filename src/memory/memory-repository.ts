@@ -170,6 +170,11 @@ export class MemoryRepository {
   }
 
   /** BM25 keyword search over sanitized terms (see keyword-search.ts), best first. */
+  /** Prepares the keyword search's statements ahead of the first recall. */
+  warm(): void {
+    this.keyword ??= new KeywordSearch(this.db);
+  }
+
   keywordSearch(agent: string, terms: string[], limit: number): Array<{ id: number; bm25: number }> {
     this.keyword ??= new KeywordSearch(this.db);
     return this.keyword.search(agent, terms, limit);

@@ -3,8 +3,8 @@ import { modulesLoadedAtStart } from "../helpers/loaded-modules.js";
 
 describe("start-up stays lean", () => {
   it("loads no chat library, LLM SDK, HTML parser, HTTP client or process runner until they are used", async () => {
-    // An LLM is configured (the SDK must still wait for the first request); no chat channel is enabled.
-    const { packages: loaded } = await modulesLoadedAtStart("http:\n  port: 0\nllm:\n  apiKey: sk-test\n");
+    // No LLM and no chat channel configured.
+    const { packages: loaded } = await modulesLoadedAtStart("http:\n  port: 0\n");
     // The hook works: the packages start-up really needs are seen.
     expect(loaded).toContain("better-sqlite3");
     expect(loaded).toContain("zod");
@@ -27,6 +27,14 @@ describe("start-up stays lean", () => {
       "i2c-bus",
       "spi-device",
     ]) {
+      expect(loaded, heavy).not.toContain(heavy);
+    }
+  });
+
+  it("with an LLM configured, its SDK is warmed up by ready (the first reply doesn't wait for it); nothing else", async () => {
+    const { packages: loaded } = await modulesLoadedAtStart("http:\n  port: 0\nllm:\n  apiKey: sk-test\n");
+    expect(loaded).toContain("openai");
+    for (const heavy of ["cheerio", "undici", "execa", "grammy", "discord.js", "@slack/bolt", "playwright-core"]) {
       expect(loaded, heavy).not.toContain(heavy);
     }
   });
