@@ -34,7 +34,15 @@ describe("start-up stays lean", () => {
   it("with an LLM configured, its SDK is warmed up by ready (the first reply doesn't wait for it); nothing else", async () => {
     const { packages: loaded } = await modulesLoadedAtStart("http:\n  port: 0\nllm:\n  apiKey: sk-test\n");
     expect(loaded).toContain("openai");
-    for (const heavy of ["cheerio", "undici", "execa", "grammy", "discord.js", "@slack/bolt", "playwright-core"]) {
+    for (const heavy of [
+      "cheerio",
+      "undici",
+      "execa",
+      "grammy",
+      "discord.js",
+      "@slack/bolt",
+      "playwright-core",
+    ]) {
       expect(loaded, heavy).not.toContain(heavy);
     }
   });
