@@ -1,4 +1,4 @@
-/** Float32 vectors: BLOB encoding, normalization, dot product, sign-bit codes and Hamming distance. */
+/** Float32 vectors: BLOB encoding, normalization, dot product and sign-bit codes. */
 
 /** Encodes a vector as a little-endian Float32 BLOB. */
 export function vectorToBlob(vector: Float32Array): Buffer {
@@ -40,24 +40,20 @@ export function dot(a: Float32Array, b: Float32Array, offset = 0): number {
   return s0 + s1 + s2 + s3;
 }
 
-/** Words of 32 sign bits needed for a vector of `dimensions`. */
-export const codeWords = (dimensions: number): number => Math.ceil(dimensions / 32);
+/** Bytes of 8 sign bits needed for a vector of `dimensions`. */
+export const codeBytes = (dimensions: number): number => Math.ceil(dimensions / 8);
 
-/** Writes the sign bits of `vector` into `target` at word `offset` (binary quantization). */
-export function writeSignCode(vector: Float32Array, target: Uint32Array, offset: number): void {
-  const words = codeWords(vector.length);
-  for (let word = 0; word < words; word++) {
+/**
+ * Writes the sign bits of `vector` into `target` at byte `offset` (binary quantization): bit `j` of byte `b`
+ * is set when dimension `8b + j` is positive. Byte-wise, so the layout doesn't depend on the CPU's endianness.
+ */
+export function writeSignCode(vector: Float32Array, target: Uint8Array, offset: number): void {
+  const bytes = codeBytes(vector.length);
+  for (let byte = 0; byte < bytes; byte++) {
     let bits = 0;
-    const base = word * 32;
-    const end = Math.min(32, vector.length - base);
+    const base = byte * 8;
+    const end = Math.min(8, vector.length - base);
     for (let bit = 0; bit < end; bit++) if (vector[base + bit]! > 0) bits |= 1 << bit;
-    target[offset + word] = bits >>> 0;
+    target[offset + byte] = bits;
   }
-}
-
-/** Number of set bits in a 32-bit word. */
-export function popcount(value: number): number {
-  let x = value - ((value >>> 1) & 0x55555555);
-  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
 }
