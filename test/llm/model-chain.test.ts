@@ -316,3 +316,19 @@ describe("fallback keys are secrets", () => {
     expect(text).not.toContain("sk-fallback-cccccc");
   });
 });
+
+describe("warm-up", () => {
+  it("warm() builds the client without a request; through the redacting wrapper too; the first call then works", async () => {
+    const redactor = createRedactor(testConfig({ llm: { apiKey: "sk-test" } } as ConfigInput));
+    const { redactingModel } = await import("../../src/llm/redacting-model.js");
+    const model = redactingModel(chain(), redactor);
+    expect(model.warm).toBeTypeOf("function");
+    await model.warm!();
+    expect(primary.requests).toHaveLength(0);
+    expect(fallback.requests).toHaveLength(0);
+    primary.script(reply.text("warm"));
+    const result = await model.complete(request);
+    expect(result.content).toBe("warm");
+    expect(primary.requests).toHaveLength(1);
+  });
+});
