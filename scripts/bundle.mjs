@@ -33,7 +33,7 @@ const external = [
 // Chunk names carry content hashes: a stale chunk of an earlier build would only take space.
 rmSync("dist/bundle", { recursive: true, force: true });
 
-await build({
+const result = await build({
   entryPoints: { main: "src/cli/main.ts" },
   outdir: "dist/bundle",
   bundle: true,
@@ -61,4 +61,19 @@ await build({
   sourcemap: "linked",
   legalComments: "none",
   logLevel: "warning",
+  metafile: true,
 });
+
+// A dynamic import() of a CommonJS package becomes its own chunk that exports only `default` (esbuild adds no
+// named-export interop there), so `const { request } = await import("undici")` is undefined in the bundle while
+// it works from the sources. Refuse such a build rather than ship it; import the package statically from a
+// module that is itself loaded lazily (as src/security/pinned-agent.ts does for undici).
+const commonJsChunks = Object.entries(result.metafile.outputs)
+  .filter(([, output]) => output.entryPoint && result.metafile.inputs[output.entryPoint]?.format === "cjs")
+  .map(([file, output]) => `${file} (${output.entryPoint})`);
+if (commonJsChunks.length > 0) {
+  console.error(
+    `A CommonJS package is loaded with a dynamic import(), which breaks its named exports in the bundle:\n  ${commonJsChunks.join("\n  ")}\nImport it statically from a lazily loaded module of ours instead.`,
+  );
+  process.exit(1);
+}

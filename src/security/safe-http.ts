@@ -181,8 +181,9 @@ export class SafeHttpClient {
     const signal = input.signal
       ? AbortSignal.any([input.signal, AbortSignal.timeout(input.timeoutMs)])
       : AbortSignal.timeout(input.timeoutMs);
-    // undici and the pinned agent load on the first request, not at start-up.
-    const [{ request }, { pinnedAgent }] = await Promise.all([import("undici"), import("./pinned-agent.js")]);
+    // undici and the pinned agent load on the first request, not at start-up. `request` comes through our own
+    // module: a dynamic import() of undici (CommonJS) yields only `default` in the split bundle.
+    const { request, pinnedAgent } = await import("./pinned-agent.js");
     for (;;) {
       const { url, address } = await this.resolveTarget(currentUrl, input.allowedDomains);
       const dispatcher = pinnedAgent(address, input.timeoutMs);
