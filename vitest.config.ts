@@ -6,6 +6,7 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: "forks",
-    reporters: ["default"],
+    // The second reporter prints one line at the end naming programs (chromium, socat, bwrap) whose tests skipped.
+    reporters: ["default", "./test/helpers/missing-programs-reporter.ts"],
   },
 });

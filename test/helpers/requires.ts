@@ -1,0 +1,57 @@
+import { appendFileSync } from "node:fs";
+import path from "node:path";
+import { expect } from "vitest";
+import { CHROMIUM_NAMES, findOnPath } from "../../src/browser/find-chromium.js";
+
+/** The environment variable naming the run directory the missing-programs reporter created for this run. */
+export const MISSING_PROGRAMS_DIR_ENV = "MAGPIE_TEST_MISSING_PROGRAMS_DIR";
+
+/** The file in that directory that collects one JSON line per test file that skipped for a missing program. */
+export const MISSING_PROGRAMS_FILE = "missing.jsonl";
+
+/** The Debian package that provides each program the tests may need (what `.ci/setup` installs). */
+export const PACKAGE_OF: Readonly<Record<string, string>> = {
+  bwrap: "bubblewrap",
+  chromium: "chromium",
+  socat: "socat",
+};
+
+/** One line of MISSING_PROGRAMS_FILE. */
+export interface MissingProgramsRecord {
+  file: string;
+  programs: string[];
+}
+
+/** Whether `program` can be run from the PATH; "chromium" accepts every name the product's finder accepts. */
+function isOnPath(program: string): boolean {
+  return findOnPath(program === "chromium" ? CHROMIUM_NAMES : [program]) !== null;
+}
+
+/**
+ * True when every program is on the PATH. When one is missing: under CI=true throws (the test file fails,
+ * because CI must run everything); otherwise records the skip for the end-of-run summary and returns false.
+ * Use as `describe.runIf(hasPrograms("chromium"))(…)`.
+ */
+export function hasPrograms(...programs: string[]): boolean {
+  const missing = programs.filter((program) => !isOnPath(program));
+  if (missing.length === 0) return true;
+  if (process.env.CI === "true") {
+    throw new Error(
+      `${missing.join(", ")} not installed, and CI=true runs every test: run .ci/setup ` +
+        `(or: sudo apt install ${missing.map((program) => PACKAGE_OF[program] ?? program).join(" ")}).`,
+    );
+  }
+  recordMissing(missing);
+  return false;
+}
+
+/** Appends this test file's missing programs to the run directory, when the reporter made one. */
+function recordMissing(programs: string[]): void {
+  const directory = process.env[MISSING_PROGRAMS_DIR_ENV];
+  if (!directory) return;
+  // The worker knows which test file it is collecting; a call from a shared helper still counts for that file.
+  const file = expect.getState().testPath ?? "";
+  const record: MissingProgramsRecord = { file, programs };
+  // One short O_APPEND write per line, so lines from parallel forks don't interleave.
+  appendFileSync(path.join(directory, MISSING_PROGRAMS_FILE), `${JSON.stringify(record)}\n`);
+}
