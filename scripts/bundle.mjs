@@ -4,7 +4,7 @@
  * hundreds of modules (measured in `npm run bench -- startup`). `tsc` still type-checks and builds dist/src for
  * the tests; this file only packages what it built from the same sources.
  */
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
 /**
@@ -77,3 +77,6 @@ if (commonJsChunks.length > 0) {
   );
   process.exit(1);
 }
+
+// Which sources went into which chunk: scripts/check-chunk-coverage.mjs names an unloaded chunk by them.
+writeFileSync("dist/bundle/meta.json", JSON.stringify(result.metafile));

@@ -2,7 +2,8 @@ import { z } from "zod";
 import { defineTool } from "./define-tool.js";
 import type { WebSearchClient } from "./web/web-search-client.js";
 
-let defaultClient: WebSearchClient | undefined;
+/** One client per config (the base URLs and the SSRF allow-list come from it). */
+const clients = new WeakMap<object, WebSearchClient>();
 
 export const webSearchTool = defineTool({
   name: "web_search",
@@ -15,13 +16,24 @@ export const webSearchTool = defineTool({
   risk: "low",
   async execute(input, context) {
     // The client (and cheerio behind it) loads on the first search, not at start-up.
-    const { WebSearchClient } = await import("./web/web-search-client.js");
-    defaultClient ??= new WebSearchClient();
-    const client = context.services.webSearch ?? defaultClient;
+    const [{ WebSearchClient }, { safeHttpOf }] = await Promise.all([
+      import("./web/web-search-client.js"),
+      import("./web/safe-http-of.js"),
+    ]);
+    const { web } = context.config.tools;
+    let client = context.services.webSearch ?? clients.get(context.config);
+    if (!client) {
+      client = new WebSearchClient({
+        http: safeHttpOf(context),
+        braveBaseUrl: web.braveBaseUrl,
+        duckDuckGoBaseUrl: web.duckDuckGoBaseUrl,
+      });
+      clients.set(context.config, client);
+    }
     const { provider, results } = await client.search(
       input.query,
       input.count ?? 5,
-      context.config.tools.web.braveApiKey,
+      web.braveApiKey,
       context.signal,
     );
     return { query: input.query, provider, count: results.length, results };

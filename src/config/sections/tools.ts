@@ -53,6 +53,9 @@ export const toolsSchema = z
         allowedDomains: z.array(z.string().min(1)).optional(),
         maxChars: positiveInt.default(50_000),
         braveApiKey: z.string().min(1).optional(),
+        /** Where web_search sends its queries (a self-hosted mirror or proxy; tests point them at a fake). */
+        braveBaseUrl: z.url({ protocol: /^https?$/ }).default("https://api.search.brave.com"),
+        duckDuckGoBaseUrl: z.url({ protocol: /^https?$/ }).default("https://html.duckduckgo.com"),
       })
       .prefault({}),
     /** Tool outputs longer than this are spilled to data/spill/ and the model gets a head/tail and a handle. */
