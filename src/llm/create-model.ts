@@ -40,6 +40,11 @@ export function createChatModel(config: MagpieConfig, deps: ChatModelDeps = {}):
   };
   return new ModelChain({
     entries: chainEntries(config),
+    // llm.model first: the primary's own model when a chat's /model choice names a fallback.
+    primaryModels: [
+      config.llm.model,
+      ...Object.values(config.agents ?? {}).flatMap((agent) => (agent?.model ? [agent.model] : [])),
+    ],
     connect,
     maxRetries: config.llm.maxRetries,
     cooldownMs: config.llm.cooldownSecs * 1000,

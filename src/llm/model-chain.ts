@@ -12,6 +12,11 @@ export type ChainEvent =
 
 export interface ModelChainOptions {
   entries: ChainEntry[];
+  /**
+   * The models the primary entry serves (llm.model, agents' models): a request for one goes to the primary even
+   * when a fallback has the same name. Without it, only the fallback's own name picks the fallback.
+   */
+  primaryModels?: readonly string[];
   /** The endpoint serving an entry; asked once per entry, on first use (the openai SDK loads lazily). */
   connect: (entry: ChainEntry) => Promise<ChatModel>;
   /** Retries per entry for retryable errors (llm.maxRetries). */
@@ -115,11 +120,21 @@ export class ModelChain implements ChatModel {
     throw new AllModelsFailedError(failed);
   }
 
-  /** The entries for a request: the primary serves the requested model; repeats of an earlier entry drop out. */
+  /**
+   * The entries for a request: the primary serves the requested model; repeats of an earlier entry drop out. A
+   * request for a fallback's own model (a chat's `/model` choice) starts at that entry — its `baseUrl` and
+   * `apiKey` — and the rest of the chain follows, the primary with its own model.
+   */
   private resolve(requested: string): Array<{ entry: ChainEntry; model: string }> {
+    const { entries, primaryModels = [] } = this.options;
+    const chosen = primaryModels.includes(requested)
+      ? undefined
+      : entries.find((entry) => entry.model === requested);
+    const ordered = chosen ? [chosen, ...entries.filter((entry) => entry !== chosen)] : entries;
     const seen = new Set<string>();
-    return this.options.entries.flatMap((entry) => {
-      const model = entry.model ?? requested;
+    return ordered.flatMap((entry) => {
+      const model = entry.model ?? (chosen ? primaryModels[0] : requested);
+      if (model === undefined) return [];
       const identity = `${model}\u0000${entry.baseUrl ?? ""}\u0000${entry.apiKey ?? ""}`;
       if (seen.has(identity)) return [];
       seen.add(identity);
