@@ -7,6 +7,7 @@ import { BrowserService } from "../../src/browser/browser-service.js";
 import { SafeHttpClient } from "../../src/security/safe-http.js";
 import { browserTool } from "../../src/tools/browser.js";
 import type { Tool } from "../../src/tools/define-tool.js";
+import { hasPrograms } from "../helpers/requires.js";
 import { createRegistryHarness, type RegistryHarness } from "./registry-harness.js";
 
 /** Starts a server on `host`; returns it with its base URL. */
@@ -19,7 +20,7 @@ async function serve(
   return { server, base: `http://${host}:${(server.address() as AddressInfo).port}` };
 }
 
-describe("browser tool (headless Chromium against pages on 127.0.0.1)", () => {
+describe.runIf(hasPrograms("chromium"))("browser tool (headless Chromium against pages on 127.0.0.1)", () => {
   // The canary plays a private host that is not on the allow list: 127.0.0.2 (Linux routes 127/8 to lo).
   const canaryHits: string[] = [];
   let canary: { server: http.Server; base: string };
@@ -175,7 +176,7 @@ describe("browser tool (headless Chromium against pages on 127.0.0.1)", () => {
   });
 });
 
-describe("browser idle close", () => {
+describe.runIf(hasPrograms("chromium"))("browser idle close", () => {
   it("closes a session's page after the idle time, and the browser process with its last page", async () => {
     const site = await serve("127.0.0.1", (_request, response) => {
       response.writeHead(200, { "content-type": "text/html" });

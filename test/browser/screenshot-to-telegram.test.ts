@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../fakes/http-util.js";
 import type { ChatRequestBody } from "../fakes/openai.js";
 import { reply } from "../fakes/openai.js";
+import { hasPrograms } from "../helpers/requires.js";
 import { startTelegramApp } from "../helpers/telegram-app.js";
 
 /**
@@ -27,7 +28,7 @@ const lastToolText = (body: ChatRequestBody) =>
   String(body.messages.findLast((message) => message.role === "tool")?.content ?? "");
 const lastToolResult = (body: ChatRequestBody) => JSON.parse(lastToolText(body)) as Record<string, unknown>;
 
-describe("browser screenshot sent to Telegram", () => {
+describe.runIf(hasPrograms("chromium"))("browser screenshot sent to Telegram", () => {
   it("open → read → type → click → read shows the change → screenshot → sent as a photo", async () => {
     const page = http.createServer((_request, response) => {
       response.writeHead(200, { "content-type": "text/html" });

@@ -7,8 +7,10 @@ import { dashboardFeature } from "../../src/app/dashboard-feature.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import { securityFeature } from "../../src/app/security-feature.js";
 import { CHROMIUM_ARGS } from "../../src/browser/browser-service.js";
+import { findChromium } from "../../src/browser/find-chromium.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
+import { hasPrograms } from "../helpers/requires.js";
 
 const TOKEN = "browser-test-token-0123456789";
 /** Screenshots for the README's Dashboard section. */
@@ -19,7 +21,8 @@ let magpie: TestApp;
 
 beforeAll(async () => {
   browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
+    // The Chromium the product itself would launch (chromium, chromium-browser or google-chrome on the PATH).
+    executablePath: findChromium(undefined)!,
     args: CHROMIUM_ARGS,
   });
   magpie = await startTestApp({
@@ -35,7 +38,7 @@ afterAll(async () => {
   await magpie?.stop();
 });
 
-describe("dashboard in headless Chromium", () => {
+describe.runIf(hasPrograms("chromium"))("dashboard in headless Chromium", () => {
   it("without the token the browser gets 401 and no page", async () => {
     const page = await browser.newPage();
     const response = await page.goto(`${magpie.url}/`);
@@ -105,7 +108,7 @@ describe("dashboard in headless Chromium", () => {
   }, 30_000);
 });
 
-describe("webchat in headless Chromium", () => {
+describe.runIf(hasPrograms("chromium"))("webchat in headless Chromium", () => {
   let chat: TestApp;
 
   beforeAll(async () => {

@@ -4,6 +4,7 @@ import { waitFor } from "../fakes/http-util.js";
 import { reply } from "../fakes/openai.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { startTestApp } from "../helpers/harness.js";
+import { hasPrograms } from "../helpers/requires.js";
 import { codeOf, hardwareHarness } from "./hardware-harness.js";
 import { startPtyDevice } from "./pty-device.js";
 
@@ -17,7 +18,7 @@ afterEach(async () => {
   cleanup = [];
 });
 
-describe("serial in a Telegram chat", () => {
+describe.runIf(hasPrograms("socat"))("serial in a Telegram chat", () => {
   it("the model opens the board's port and queries it; the board's answer reaches the chat", async () => {
     const device = await startPtyDevice();
     cleanup.push(() => device.stop());
@@ -91,7 +92,7 @@ describe("serial in a Telegram chat", () => {
   });
 });
 
-describe("board protocol over the PTY", () => {
+describe.runIf(hasPrograms("socat"))("board protocol over the PTY", () => {
   it("gpio on a serial board goes through the sketch's JSON lines; memory too when there is no probe-rs", async () => {
     const device = await startPtyDevice();
     cleanup.push(() => device.stop());

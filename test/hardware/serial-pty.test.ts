@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ToolError } from "../../src/core/tool-error.js";
 import { nodeSerialBackend } from "../../src/hardware/serial-backend.js";
 import { SerialManager } from "../../src/hardware/serial-manager.js";
+import { hasPrograms } from "../helpers/requires.js";
 import { type PtyDevice, startPtyDevice } from "./pty-device.js";
 
 /** SerialManager over a real PTY pair (socat) with the JSON-lines device simulator on the other end. */
@@ -36,7 +37,7 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
   }
 }
 
-describe("serial over a real PTY", () => {
+describe.runIf(hasPrograms("socat"))("serial over a real PTY", () => {
   it("open, query a JSON line, read the sketch's chatter, close", async () => {
     const { device, manager } = await setup();
     await openBooted(manager, device.port, "s1");

@@ -13,7 +13,9 @@ export const MISSING_PROGRAMS_FILE = "missing.jsonl";
 export const PACKAGE_OF: Readonly<Record<string, string>> = {
   bwrap: "bubblewrap",
   chromium: "chromium",
+  setpriv: "util-linux",
   socat: "socat",
+  "systemd-analyze": "systemd",
 };
 
 /** One line of MISSING_PROGRAMS_FILE. */
@@ -42,6 +44,23 @@ export function hasPrograms(...programs: string[]): boolean {
     );
   }
   recordMissing(missing);
+  return false;
+}
+
+/**
+ * True when bubblewrap is installed (as hasPrograms("bwrap")) and works here. Installed but refused (no user
+ * namespaces, as in an unprivileged container) is a real skip reason outside CI, and a failure under CI=true.
+ */
+export async function hasWorkingSandbox(): Promise<boolean> {
+  if (!hasPrograms("bwrap")) return false;
+  // Loaded only here, so a test that needs no sandbox doesn't load Magpie's config and security modules.
+  const { probeSandbox } = await import("../../src/security/sandbox.js");
+  const probe = await probeSandbox();
+  if (probe.available) return true;
+  const reason = `bubblewrap is installed but does not work here: ${probe.detail}`;
+  if (process.env.CI === "true")
+    throw new Error(`${reason}. CI=true runs every test: allow user namespaces.`);
+  console.warn(`sandbox tests skipped: ${reason}`);
   return false;
 }
 

@@ -7,9 +7,9 @@ import { loadConfig } from "../../src/config/load.js";
 import { allowAll } from "../../src/core/access.js";
 import { everyoneIsOwner } from "../../src/core/identity.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { probeSandbox } from "../../src/security/sandbox.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
 import { RecordingChannel } from "../helpers/recording-channel.js";
+import { hasWorkingSandbox } from "../helpers/requires.js";
 
 /**
  * The sandbox end to end: a prompt-injected model asks `shell` for Magpie's own config and .env in every encoding
@@ -20,7 +20,7 @@ import { RecordingChannel } from "../helpers/recording-channel.js";
 const CONFIG_CANARY = "cfgcanary7Q2xWv9";
 const ENV_CANARY = "envcanary3Rt8Kp1";
 
-const available = (await probeSandbox()).available;
+const available = await hasWorkingSandbox();
 
 let cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -108,7 +108,7 @@ async function attack(sandbox: "auto" | "off") {
   return JSON.stringify(llm.requests);
 }
 
-describe.skipIf(!available)("sandbox end to end (bubblewrap)", () => {
+describe.runIf(available)("sandbox end to end (bubblewrap)", () => {
   it("no encoding of the config file or the loaded .env reaches the model", async () => {
     const sent = await attack("auto");
     expect(sent).toContain("tool_call_id");

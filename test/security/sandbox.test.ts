@@ -22,10 +22,10 @@ import { Store } from "../../src/store/index.js";
 import type { Tool } from "../../src/tools/define-tool.js";
 import { builtinTools } from "../../src/tools/index.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
+import { hasPrograms, hasWorkingSandbox } from "../helpers/requires.js";
 
 const probe = await probeSandbox();
-const SKIP_REASON = `bubblewrap does not work on this machine (${probe.detail}); install it with \`apt install bubblewrap\``;
-if (!probe.available) console.warn(`sandbox attack tests skipped: ${SKIP_REASON}`);
+const sandboxWorks = await hasWorkingSandbox();
 
 // Distinct canaries under ordinary names: the bot's environment, a loaded .env, mcpServers.*.env in the config.
 const CANARIES = {
@@ -231,7 +231,7 @@ describe("sandbox control: without it the attacks are real", () => {
   });
 });
 
-describe.skipIf(!probe.available)("sandbox: the agent's shell can't reach Magpie's secrets", () => {
+describe.runIf(sandboxWorks)("sandbox: the agent's shell can't reach Magpie's secrets", () => {
   it("base64, hex, rev, fold and rot13 of config, .env, database, ~/.aws and /proc/*/environ reveal nothing", async () => {
     const deployment = await deploy();
     for (const command of attacks(deployment)) {
@@ -312,7 +312,7 @@ describe.skipIf(!probe.available)("sandbox: the agent's shell can't reach Magpie
     expect(hide).toBeGreaterThan(bind);
   });
 
-  describe("network", () => {
+  describe.runIf(hasPrograms("socat"))("network", () => {
     let server: Server;
     let connections = 0;
     let port = 0;
@@ -396,7 +396,7 @@ describe("sandbox status and probe", () => {
     expect(error.message).toMatch(/apt install bubblewrap.*user namespaces/);
   });
 
-  it.skipIf(!probe.available)("auto and bwrap with a working bwrap → active", async () => {
+  it.runIf(sandboxWorks)("auto and bwrap with a working bwrap → active", async () => {
     expect((await requireSandboxStatus({ sandbox: "bwrap" })).active).toBe(true);
     expect((await sandboxStatus({ sandbox: "auto" })).active).toBe(true);
   });

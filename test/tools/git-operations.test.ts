@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { probeSandbox } from "../../src/security/sandbox.js";
+import { hasWorkingSandbox } from "../helpers/requires.js";
 import { createToolHarness, errorCode, type ToolHarness } from "./tool-harness.js";
 
 let harness: ToolHarness;
@@ -129,10 +129,8 @@ describe("git_operations", () => {
   });
 });
 
-const gitProbe = await probeSandbox();
 /** Git hardening must hold on its own (sandbox off) and inside the sandbox (where bwrap works here). */
-const GIT_MODES: Array<"off" | "auto"> = gitProbe.available ? ["off", "auto"] : ["off"];
-if (!gitProbe.available) console.warn(`git attack tests run unsandboxed only: ${gitProbe.detail}`);
+const GIT_MODES: Array<"off" | "auto"> = (await hasWorkingSandbox()) ? ["off", "auto"] : ["off"];
 
 describe.each(GIT_MODES)("git_operations under attack (sandbox %s)", (sandbox) => {
   let attacked: ToolHarness;

@@ -3,9 +3,10 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
-import { probeSandbox, sandboxPlan } from "../../src/security/sandbox.js";
+import { sandboxPlan } from "../../src/security/sandbox.js";
 import { sanitizedEnv } from "../../src/security/shell-env.js";
 import { runProcess } from "../../src/tools/process/run-process.js";
+import { hasWorkingSandbox } from "../helpers/requires.js";
 import { createToolHarness, errorCode, type ToolHarness } from "./tool-harness.js";
 
 const harnesses: ToolHarness[] = [];
@@ -18,10 +19,8 @@ afterEach(async () => {
   await Promise.all(harnesses.splice(0).map((item) => item.cleanup()));
 });
 
-const probe = await probeSandbox();
 /** Sandbox modes the kill tests run in: unsandboxed always, bwrap where it works here. */
-const SANDBOX_MODES: Array<"off" | "bwrap"> = probe.available ? ["off", "bwrap"] : ["off"];
-if (!probe.available) console.warn(`shell kill tests run unsandboxed only: ${probe.detail}`);
+const SANDBOX_MODES: Array<"off" | "bwrap"> = (await hasWorkingSandbox()) ? ["off", "bwrap"] : ["off"];
 
 let sleepCounter = 0;
 /** A sleep duration nobody else uses (about 30 s), so its processes can be found by command line. */
