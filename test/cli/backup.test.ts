@@ -6,11 +6,11 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { backupDatabase } from "../../src/store/backup.js";
 import { Store } from "../../src/store/index.js";
-import { MAGPIE_CLI } from "../helpers/cli-path.js";
+import { MAGPIE_NODE_ARGS } from "../helpers/cli-path.js";
 
 function run(args: string[], cwd: string) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [MAGPIE_CLI, ...args], {
+    const child = spawn(process.execPath, [...MAGPIE_NODE_ARGS, ...args], {
       cwd,
       env: { PATH: process.env.PATH, HOME: process.env.HOME },
     });

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { MAGPIE_CLI } from "../helpers/cli-path.js";
+import { MAGPIE_NODE_ARGS } from "../helpers/cli-path.js";
 import { startTestApp } from "../helpers/harness.js";
 import { RecordingChannel } from "../helpers/recording-channel.js";
 
@@ -20,7 +20,7 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 
 function run(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; input?: string }) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [MAGPIE_CLI, ...args], {
+    const child = spawn(process.execPath, [...MAGPIE_NODE_ARGS, ...args], {
       cwd: options.cwd,
       env: options.env ?? cleanEnv(),
     });
@@ -91,7 +91,7 @@ describe("magpie CLI", () => {
   it("start (not in a terminal): /readyz turns 200, SIGTERM exits 0", async () => {
     const cwd = mkdtempSync(path.join(tmpdir(), "magpie-cli-"));
     writeFileSync(path.join(cwd, "magpie.yaml"), "http:\n  port: 0\n");
-    const child = spawn(process.execPath, [MAGPIE_CLI, "start", "--config", "magpie.yaml"], {
+    const child = spawn(process.execPath, [...MAGPIE_NODE_ARGS, "start", "--config", "magpie.yaml"], {
       cwd,
       env: cleanEnv(),
     });

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool } from "../../src/tools/define-tool.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
-import { MAGPIE_CLI } from "../helpers/cli-path.js";
+import { MAGPIE_NODE_ARGS } from "../helpers/cli-path.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
 let harness: TestApp | undefined;
@@ -114,7 +114,7 @@ function doctor(yaml: string) {
   const cwd = mkdtempSync(path.join(tmpdir(), "magpie-doctor-"));
   writeFileSync(path.join(cwd, "magpie.yaml"), yaml);
   return new Promise<{ code: number | null; stdout: string }>((resolve) => {
-    const child = spawn(process.execPath, [MAGPIE_CLI, "doctor", "--config", "magpie.yaml"], {
+    const child = spawn(process.execPath, [...MAGPIE_NODE_ARGS, "doctor", "--config", "magpie.yaml"], {
       cwd,
       env: { PATH: process.env.PATH, HOME: process.env.HOME },
     });

@@ -2,10 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { MAGPIE_CLI } from "../helpers/cli-path.js";
-
-/** Loaded into every shipped process: records which bundle chunks it loaded (scripts/check-chunk-coverage.mjs). */
-const RECORDER = path.resolve("test/shipped/record-chunks.mjs");
+import { MAGPIE_NODE_ARGS } from "../helpers/cli-path.js";
 
 export interface CliResult {
   code: number | null;
@@ -86,11 +83,11 @@ export class ShippedBot {
   }
 
   private async launch(timeoutMs: number): Promise<void> {
-    const child = spawn(
-      process.execPath,
-      ["--import", RECORDER, MAGPIE_CLI, "start", "--config", this.configFile],
-      { cwd: this.dir, env: this.environment(), stdio: ["ignore", "pipe", "pipe"] },
-    );
+    const child = spawn(process.execPath, [...MAGPIE_NODE_ARGS, "start", "--config", this.configFile], {
+      cwd: this.dir,
+      env: this.environment(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     this.child = child;
     this.exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
     let buffered = "";
@@ -183,7 +180,7 @@ export function runShippedCli(
   options: { cwd: string; env: NodeJS.ProcessEnv; input?: string; timeoutMs?: number },
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", RECORDER, MAGPIE_CLI, ...args], {
+    const child = spawn(process.execPath, [...MAGPIE_NODE_ARGS, ...args], {
       cwd: options.cwd,
       env: options.env,
       stdio: ["pipe", "pipe", "pipe"],

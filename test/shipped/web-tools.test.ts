@@ -51,7 +51,7 @@ describe("shipped build: web tools, composio and pushover through Telegram", () 
         );
       }
       response.writeHead(404);
-      response.end();
+      return response.end();
     });
     await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
     siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
-import { MAGPIE_CLI } from "../helpers/cli-path.js";
+import { MAGPIE_NODE_ARGS } from "../helpers/cli-path.js";
 
 /**
  * The real built CLI (`node dist/bundle/main.js start`) as a child process, SIGKILLed and restarted on the
@@ -27,7 +27,7 @@ export class BotProcess {
 
   /** Starts the bot and resolves once /readyz answers 200. */
   async start(timeoutMs = 15_000): Promise<void> {
-    const child = spawn(process.execPath, [MAGPIE_CLI, "start", "--config", this.configFile], {
+    const child = spawn(process.execPath, [...MAGPIE_NODE_ARGS, "start", "--config", this.configFile], {
       cwd: this.cwd,
       env: { PATH: process.env.PATH, HOME: this.cwd, LOG_LEVEL: "info" },
       stdio: ["ignore", "pipe", "pipe"],
