@@ -11,6 +11,7 @@ import { NO_LLM_REPLY } from "./no-llm.js";
 import type { OutboxWorker } from "./outbox-worker.js";
 import { replyTargetOf } from "./session-key.js";
 import type { SessionQueues } from "./session-queue.js";
+import type { BudgetScope } from "./spend.js";
 import { StreamPreview } from "./stream-preview.js";
 import { type TurnEngine, withTokens } from "./turn-engine.js";
 import type { ChannelAdapter, InboundMessage, ReplyTarget } from "./types.js";
@@ -45,6 +46,8 @@ export interface SessionNote {
   show?: string;
   label?: string;
   isDirect?: boolean;
+  /** The budgets of the turn that caused the note: the follow-up turn counts against them, not fresh ones. */
+  budget?: BudgetScope;
 }
 
 /**
@@ -75,7 +78,11 @@ export class ChatTurns {
       mentionsBot: true,
       attachments: [],
       receivedAt: clock.now(),
-      note: { origin: note.origin, ...(note.label ? { label: note.label } : {}) },
+      note: {
+        origin: note.origin,
+        ...(note.label ? { label: note.label } : {}),
+        ...(note.budget ? { budget: note.budget } : {}),
+      },
     };
     const sessionKey = sessionKeyOfTarget(note.target);
     let inboxId = 0;
@@ -121,6 +128,12 @@ export class ChatTurns {
     const role = sender.role;
     const origin: TurnOrigin = last.message.note?.origin ?? "user";
     const model = sessionModel(store.kv, sessionKey);
+    // A follow-up spends from the budgets of the turn that caused it. Otherwise the turn is named after its first
+    // message, so running it again after a restart continues its perTurn spending instead of starting over.
+    const budget: BudgetScope = items.find((item) => item.message.note?.budget)?.message.note?.budget ?? {
+      sessionKey,
+      turnId: `inbox:${items[0]!.id}`,
+    };
     store.history.ensureSession(sessionKey, agent.name, clock.now());
     const adapter = this.options.adapters().get(target.channel);
     const stopTyping = startTyping(adapter, target);
@@ -151,6 +164,7 @@ export class ChatTurns {
         channel: last.message.channel,
         isDirect: last.message.isDirect,
         depth: 0,
+        budget,
         // An owner's own chat: approvals and questions go to them, here.
         canAsk: role === "owner",
         ...(role === "owner" ? { approver: { target, identity: sender } } : {}),

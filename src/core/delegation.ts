@@ -74,6 +74,8 @@ export class Delegation implements DelegationPort {
       signal: caller.signal,
       // The caller's slot: a second one could deadlock when every slot is held by a delegating turn.
       ...(caller.slot ? { slot: caller.slot } : {}),
+      // The caller's budgets: a delegation spends from the message's perTurn, not a fresh one.
+      ...(caller.budget ? { budget: caller.budget } : {}),
     });
     switch (outcome.status) {
       case "ok":

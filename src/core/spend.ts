@@ -12,6 +12,17 @@ export interface SpendScope {
   agent: string;
 }
 
+/**
+ * The budgets a turn's LLM calls count against. A turn another one caused (a delegation, a spawned subagent, the
+ * follow-up turn its result starts) is handed its cause's scope, so no path opens a fresh budget.
+ */
+export interface BudgetScope {
+  /** `perChat` counts by it: the chat the work started from, or a job run's own key (`cron:<job>:<run>`). */
+  sessionKey: string;
+  /** `perTurn` counts by it: the message (or job run's turn) everything else came from. */
+  turnId: string;
+}
+
 export type LlmCallKind = "chat" | "embedding" | "transcription" | "vision";
 
 export interface LlmUsage {

@@ -6,7 +6,6 @@ import type { SessionNote } from "./chat-turns.js";
 import type { Clock } from "./clock.js";
 import type { DelegationResult } from "./delegation.js";
 import { errorMessage } from "./errors.js";
-import type { SenderIdentity } from "./identity.js";
 import { sessionKeyOf } from "./session-key.js";
 import type { ToolCallContext } from "./tool-runtime.js";
 import type { TurnEngine, TurnResult } from "./turn-engine.js";
@@ -131,6 +130,8 @@ export class Subagents implements SubagentsPort, TaskControl {
         // Nobody watches a background task: what needs asking is refused.
         canAsk: false,
         maxIterations: settings.maxIterations,
+        // Counts against the chat (or job run) and the turn that spawned it.
+        ...(caller.budget ? { budget: caller.budget } : {}),
         signal: controller.signal,
         // No slot: the caller's turn ends now; the subagent waits for its own.
       })
@@ -148,7 +149,7 @@ export class Subagents implements SubagentsPort, TaskControl {
     const done = outcome.then((result) => {
       clearTimeout(timer);
       this.running.delete(record.id);
-      this.finish(record, caller.sender, result, controller.signal);
+      this.finish(record, caller, result, controller.signal);
     });
     this.running.set(record.id, { record, controller, done });
     this.options.logger.info({ task: record.id, session: record.sessionKey }, "subagent-started");
@@ -208,7 +209,12 @@ export class Subagents implements SubagentsPort, TaskControl {
     clearTimeout(timer);
   }
 
-  private finish(record: TaskRecord, sender: SenderIdentity, result: TurnResult, signal: AbortSignal): void {
+  private finish(
+    record: TaskRecord,
+    caller: Pick<ToolCallContext, "sender" | "budget">,
+    result: TurnResult,
+    signal: AbortSignal,
+  ): void {
     const { tasks, clock, settings, logger } = this.options;
     const status: Exclude<TaskStatus, "running"> =
       result.status === "ok" ? "done" : signal.aborted ? statusOfAbort(signal.reason) : "failed";
@@ -234,8 +240,9 @@ export class Subagents implements SubagentsPort, TaskControl {
             : `Background task ${name} failed`;
       this.options.note({
         target: record.target,
-        // The follow-up turn carries the authority of whoever started the task.
-        sender,
+        // The follow-up turn carries the authority of whoever started the task, and spends from its budgets.
+        sender: caller.sender,
+        ...(caller.budget ? { budget: caller.budget } : {}),
         origin: "spawn",
         ...(record.label ? { label: record.label } : {}),
         show: `${headline}: ${truncate(summary, SHOWN_RESULT_CHARS)}`,

@@ -1,5 +1,6 @@
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
 import type { SenderIdentity, TurnOrigin } from "./identity.js";
+import type { BudgetScope } from "./spend.js";
 import type { TurnSlot } from "./turn-slots.js";
 import type { ReplyTarget } from "./types.js";
 
@@ -38,6 +39,8 @@ export interface ToolCallContext {
   toolLimit?: readonly string[];
   /** The chat is a direct message (for the system prompt of turns started from this one). */
   isDirect?: boolean;
+  /** The budgets the turn counts against: a turn it starts (a delegation, a subagent) counts against them too. */
+  budget?: BudgetScope;
 }
 
 export interface Approver {

@@ -187,6 +187,7 @@ export class TurnEngine {
         request.signal.removeEventListener("abort", onAbort);
       }
     };
+    const budget = request.budget ?? { sessionKey: request.sessionKey, turnId: randomUUID() };
     const outcome = await runAgentTurn(
       {
         model: this.options.model!,
@@ -203,9 +204,9 @@ export class TurnEngine {
         ...(request.model ? { model: request.model } : {}),
         spendScope: {
           origin: request.origin,
-          sessionKey: request.sessionKey,
+          sessionKey: budget.sessionKey,
           historyKey,
-          turnId: randomUUID(),
+          turnId: budget.turnId,
           agent: request.agent.name,
         },
         systemPrompt,
@@ -228,6 +229,7 @@ export class TurnEngine {
           ...(request.toolLimit ? { toolLimit: request.toolLimit } : {}),
           isDirect: request.isDirect,
           slot,
+          budget,
         },
         onTextDelta: request.onTextDelta,
       },

@@ -2,6 +2,7 @@ import type { ToolSetConfig } from "../config/sections/agents.js";
 import type { AgentProfile } from "./agents.js";
 import type { SenderIdentity, TurnOrigin } from "./identity.js";
 import type { ImagePart } from "./media.js";
+import type { BudgetScope } from "./spend.js";
 import type { Approver } from "./tool-runtime.js";
 import type { TurnSlot } from "./turn-slots.js";
 import type { ReplyTarget } from "./types.js";
@@ -40,6 +41,11 @@ export interface TurnRequest {
   /** An upper bound on tool names, whatever the sets say (a job's creator's set). */
   toolLimit?: readonly string[];
   maxIterations?: number;
+  /**
+   * The budgets the turn counts against when something else caused it (a delegation, a spawn, a follow-up turn)
+   * or it runs again (after a restart). Default: a new turn of `sessionKey`.
+   */
+  budget?: BudgetScope;
   signal: AbortSignal;
   onTextDelta?: (delta: string) => void;
   /** A slot the caller already holds (a delegated turn runs inside its parent's); else the engine takes one. */

@@ -43,7 +43,12 @@ export interface InboundMessage {
    * Set on a note put into the session by Magpie itself (a subagent's result, a hardware event), not typed by
    * anyone: the turn it starts has this origin and carries the authority of `userId`, who started the work.
    */
-  note?: { origin: "spawn" | "event"; label?: string };
+  note?: {
+    origin: "spawn" | "event";
+    label?: string;
+    /** The budgets of the turn that caused the note (a spawn's): its follow-up turn spends from them. */
+    budget?: { sessionKey: string; turnId: string };
+  };
 }
 
 /** Where a reply goes. */
