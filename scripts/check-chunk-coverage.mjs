@@ -7,6 +7,16 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 
+/**
+ * Programs some shipped tests need (test/helpers/requires.ts). Where one is missing those tests skipped, so their
+ * chunks can't have loaded: outside CI the check then only reports; under CI=true the tests themselves already
+ * failed for the missing program.
+ */
+const OPTIONAL_PROGRAMS = [["chromium", "chromium-browser", "google-chrome"], ["socat"], ["bwrap"]];
+const onPath = (name) =>
+  (process.env.PATH ?? "").split(path.delimiter).some((dir) => dir && existsSync(path.join(dir, name)));
+const missingPrograms = OPTIONAL_PROGRAMS.filter((names) => !names.some(onPath)).map((names) => names[0]);
+
 const bundleDir = "dist/bundle";
 const recordDir = path.join(bundleDir, ".chunk-loads");
 const meta = JSON.parse(readFileSync(path.join(bundleDir, "meta.json"), "utf8"));
@@ -54,6 +64,12 @@ for (const [file, output] of chunks) {
     continue;
   }
   missing.push(`${relative}: ${sources.slice(0, 4).join(", ")}${sources.length > 4 ? ", …" : ""}`);
+}
+if (missing.length > 0 && missingPrograms.length > 0 && process.env.CI !== "true") {
+  console.log(
+    `check-chunk-coverage: not enforced — ${missingPrograms.join(", ")} not installed, so the shipped tests that need them skipped (${missing.length} chunk(s) unloaded). Run .ci/setup for the full check.`,
+  );
+  process.exit(0);
 }
 if (missing.length > 0) {
   console.error(

@@ -133,6 +133,21 @@ describe("shipped build: web tools, composio and pushover through Telegram", () 
     llm.assertDone();
   });
 
+  it("repairs a tool call whose arguments aren't valid JSON (jsonrepair, loaded on demand)", async () => {
+    let seen: Record<string, string> = {};
+    llm.script(
+      reply.toolCalls([{ name: "web_fetch", arguments: `{url: '${siteUrl}/page', max_chars: 500,}` }]),
+      reply.text("Repaired and fetched.", (body) => {
+        seen = toolResults(body);
+      }),
+    );
+    telegram.pushMessage({ chat: { id: OWNER, type: "private" }, from: { id: OWNER }, text: "sloppy model" });
+    await waitFor(() => telegram.sentTexts().includes("Repaired and fetched."), "the reply", 20_000);
+    expect(seen.web_fetch).toContain("Temperature is 21 C.");
+    expect(bot.logsOf("tool-arguments-repaired")).toHaveLength(1);
+    llm.assertDone();
+  });
+
   it("the SSRF guard still refuses what allowHosts doesn't list, in the shipped build", async () => {
     let seen: Record<string, string> = {};
     llm.script(
