@@ -25,6 +25,7 @@ import { Subagents } from "../core/subagents.js";
 import { clockLine } from "../core/system-prompt.js";
 import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
 import { registerHealthRoutes } from "../http/health.js";
+import { EventLoopMonitor } from "../http/loop-monitor.js";
 import { HttpServer } from "../http/server.js";
 import { createChatModel } from "../llm/create-model.js";
 import { redactingModel } from "../llm/redacting-model.js";
@@ -105,6 +106,8 @@ export class MagpieApp {
   readonly router: Router;
   readonly subagents: Subagents;
   readonly http: HttpServer;
+  /** Whether the event loop keeps turning (`/healthz`). */
+  readonly loop: EventLoopMonitor;
   readonly adapters = new Map<string, ChannelAdapter>();
   readonly context: AppContext;
   private readonly services: AppContext["services"];
@@ -271,10 +274,15 @@ export class MagpieApp {
       }),
     );
     this.http = new HttpServer(this.logger);
+    this.loop = new EventLoopMonitor({
+      maxBlockMs: config.http.maxEventLoopBlockMs,
+      onBlock: (blockedMs) => this.logger.warn({ blockedMs }, "event-loop-blocked"),
+    });
     registerHealthRoutes(this.http.app, {
       store: this.store,
       adapters: () => this.adapters,
       started: () => this.started,
+      loop: this.loop,
     });
     this.context = this.createContext();
   }
@@ -293,6 +301,7 @@ export class MagpieApp {
     if (this.sandbox.active) logger.info(this.sandbox, "sandbox");
     else logger.warn(this.sandbox, "sandbox");
     if (this.options.listen !== false) {
+      this.loop.start();
       const address = await this.http.listen(config.http.port, config.http.host);
       logger.info({ host: address.address, port: address.port }, "http-listening");
     }
@@ -402,6 +411,7 @@ export class MagpieApp {
     }
     await Promise.allSettled([...this.adapters.values()].map((adapter) => adapter.stop()));
     await this.http.close();
+    this.loop.stop();
     this.store.close();
     this.logger.info("magpie-stopped");
   }

@@ -22,7 +22,12 @@ describe("config", () => {
     const config = parseConfig({}, { env: {}, cwd });
     expect(config.dataDir).toBe(path.join(cwd, "data"));
     expect(config.workspace).toBe(path.join(cwd, "data", "workspace"));
-    expect(config.http).toEqual({ host: "127.0.0.1", port: 8787, dashboard: { enabled: false } });
+    expect(config.http).toEqual({
+      host: "127.0.0.1",
+      port: 8787,
+      maxEventLoopBlockMs: 5000,
+      dashboard: { enabled: false },
+    });
     expect(config.agent).toMatchObject({ maxIterations: 20, maxConcurrentTurns: 4 });
     expect(config.channels.telegram).toMatchObject({
       dmPolicy: "pairing",
@@ -122,7 +127,12 @@ describe("config", () => {
       { llm: { apiKey: "${UNSET_KEY:-}" }, channels: { telegram: { token: "${UNSET_TOKEN:-}" } } },
       { env: { MAGPIE_HTTP_HOST: "0.0.0.0", MAGPIE_HTTP_PORT: "9000", OPENAI_API_KEY: "sk-from-env" }, cwd },
     );
-    expect(config.http).toEqual({ host: "0.0.0.0", port: 9000, dashboard: { enabled: false } });
+    expect(config.http).toEqual({
+      host: "0.0.0.0",
+      port: 9000,
+      maxEventLoopBlockMs: 5000,
+      dashboard: { enabled: false },
+    });
     expect(config.llm.apiKey).toBe("sk-from-env");
     expect(config.channels.telegram.token).toBeUndefined();
   });

@@ -5,6 +5,8 @@ export const httpSchema = z
   .strictObject({
     host: z.string().min(1).default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8787),
+    /** `/healthz` answers 503 while the event loop is blocked longer than this (and as long again after). */
+    maxEventLoopBlockMs: z.number().int().min(100).max(600_000).default(5_000),
     /** The web dashboard and webchat on the same port (off by default); see README "Dashboard". */
     dashboard: z
       .strictObject({
