@@ -1,6 +1,7 @@
 import { mcpCommand } from "../mcp/mcp-command.js";
 import type { McpManager } from "../mcp/mcp-manager.js";
 import type { McpServerStatus } from "../mcp/mcp-status.js";
+import { scopeOf } from "../security/path-resolver.js";
 import { SkillCatalog, skillDirs } from "../skills/skill-catalog.js";
 import { skillsCommand } from "../skills/skills-command.js";
 import { skillsPrompt } from "../skills/skills-prompt.js";
@@ -20,13 +21,16 @@ export const mcpFeature: MagpieFeature = {
     const logger = app.logger.child({ component: "skills" });
     const catalog = new SkillCatalog({
       dirs: skillDirs(app.config.workspace, app.config.skills.dirs),
+      // Skills are read as the file tools read: the same scope, level and Magpie-state list.
+      guard: { scope: () => scopeOf(app.config), level: () => app.config.security.level },
       onProblem: (problem) => logger.warn(problem, "skill-invalid"),
+      onRefused: (refusal) => logger.warn(refusal, "skill-refused"),
     });
     app.services.skills = catalog;
     const guestsMayRead = app.tools.resolveToolSet(app.config.security.guestToolSet).includes("invoke_skill");
     app.addHooks({
       recall: async ({ role }) =>
-        role === "guest" && !guestsMayRead ? null : skillsPrompt(catalog.list().available),
+        role === "guest" && !guestsMayRead ? null : skillsPrompt((await catalog.list()).available),
     });
     app.commands.register(skillsCommand(catalog));
 

@@ -1,8 +1,17 @@
-import { accessSync, constants, readdirSync, readFileSync, statSync } from "node:fs";
+import { accessSync, constants, constants as fsConstants, type Stats, statSync } from "node:fs";
+import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import {
+  type FileGuardRuleId,
+  type GuardFinding,
+  judgePath,
+  type SecurityLevel,
+  strictest,
+} from "../security/file-guard.js";
+import { isWithin, type PathScope, resolveToolPath } from "../security/path-resolver.js";
 
 /** A skill's YAML front matter. Other keys (license, metadata …) are allowed and ignored. */
 const frontMatterSchema = z.object({
@@ -32,35 +41,67 @@ export interface SkillProblem {
   error: string;
 }
 
+/** A skill folder (or skills directory) the file guard did not let the catalog read. */
+export interface SkillRefusal {
+  /** The folder's name: the skill's own name is in a file that was never read. */
+  folder: string;
+  /** The path as found in the skills directory. */
+  file: string;
+  rule: FileGuardRuleId;
+  reason: string;
+}
+
 export interface SkillListing {
   /** Skills whose required programs and variables are present. */
   available: Skill[];
   /** Skills hidden because something they require is missing, with what. */
   hidden: Array<{ skill: Skill; missing: string[] }>;
   problems: SkillProblem[];
+  /** Folders and directories refused by the file guard: never read, never offered to the model. */
+  refused: SkillRefusal[];
 }
 
 interface CacheEntry {
+  dev: number;
+  ino: number;
   mtimeMs: number;
   size: number;
   parsed: Skill | SkillProblem;
 }
 
+/** What the catalog judges paths with; read per call, so a config reload applies at the next scan. */
+export interface SkillGuard {
+  scope(): PathScope;
+  level(): SecurityLevel;
+}
+
 export interface SkillCatalogOptions {
   /** Searched in order; the first skill of a name wins. */
   dirs: string[];
+  guard: SkillGuard;
   env?: NodeJS.ProcessEnv;
   /** Called once per broken file version. */
   onProblem?(problem: SkillProblem): void;
+  /** Called once per refused path and rule. */
+  onRefused?(refusal: SkillRefusal): void;
 }
 
+/** Rules that still apply inside a skills directory: its own files are read, but never Magpie's state or a key. */
+const RULES_INSIDE: ReadonlySet<FileGuardRuleId> = new Set(["file.magpie_state", "file.sensitive_path_read"]);
+
 /**
- * Skills: `<dir>/<folder>/SKILL.md` files, read on demand with an mtime cache so edits are picked up without a
- * restart. A skill's text is untrusted input (anyone who can write the workspace wrote it): it is only text for
- * the model.
+ * Skills: `<dir>/<folder>/SKILL.md` files, read on demand with a cache so edits are picked up without a restart.
+ * A skill's text is untrusted input (anyone who can write the workspace wrote it): it is only text for the model.
+ *
+ * Reading a skill is a file read. A SKILL.md (or folder) that resolves outside its skills directory through a
+ * symlink, or that is hard-linked, is judged by the file guard like any read; a skills directory inside the
+ * workspace is judged too (the agent can replace it with a symlink). Scanning has no owner to ask, so a Warn
+ * is a refusal: the folder is listed as refused with the rule ID and `invoke_skill` returns that refusal.
+ * Magpie's own state is judged from its path alone and never opened (no readdir, no open).
  */
 export class SkillCatalog {
   private readonly cache = new Map<string, CacheEntry>();
+  private readonly reported = new Set<string>();
 
   constructor(private readonly options: SkillCatalogOptions) {}
 
@@ -68,60 +109,147 @@ export class SkillCatalog {
     return this.options.dirs;
   }
 
-  list(): SkillListing {
-    const listing: SkillListing = { available: [], hidden: [], problems: [] };
+  async list(): Promise<SkillListing> {
+    const listing: SkillListing = { available: [], hidden: [], problems: [], refused: [] };
     const seen = new Set<string>();
-    for (const file of this.files()) {
-      const parsed = this.read(file);
-      if (!parsed) continue;
-      if (!("name" in parsed)) {
-        listing.problems.push(parsed);
-        continue;
+    const scope = this.options.guard.scope();
+    const level = this.options.guard.level();
+    for (const dir of this.options.dirs) {
+      const root = await this.openRoot(dir, scope, level, listing);
+      if (!root) continue;
+      for (const entry of root.entries) {
+        const parsed = await this.read(root, entry, scope, level, listing);
+        if (!parsed) continue;
+        if (!("name" in parsed)) {
+          listing.problems.push(parsed);
+          continue;
+        }
+        if (seen.has(parsed.name)) continue;
+        seen.add(parsed.name);
+        const missing = this.missing(parsed);
+        if (missing.length > 0) listing.hidden.push({ skill: parsed, missing });
+        else listing.available.push(parsed);
       }
-      if (seen.has(parsed.name)) continue;
-      seen.add(parsed.name);
-      const missing = this.missing(parsed);
-      if (missing.length > 0) listing.hidden.push({ skill: parsed, missing });
-      else listing.available.push(parsed);
     }
     return listing;
   }
 
   /** An available skill by name (case-insensitive). */
-  get(name: string): Skill | undefined {
+  async get(name: string): Promise<Skill | undefined> {
+    const found = await this.find(name);
+    return found && "text" in found ? found : undefined;
+  }
+
+  /** An available skill by name, else a refused folder of that name (case-insensitive); undefined when neither. */
+  async find(name: string): Promise<Skill | SkillRefusal | undefined> {
     const wanted = name.trim().toLowerCase();
-    return this.list().available.find((skill) => skill.name.toLowerCase() === wanted);
+    const listing = await this.list();
+    return (
+      listing.available.find((skill) => skill.name.toLowerCase() === wanted) ??
+      listing.refused.find((refusal) => refusal.folder.toLowerCase() === wanted)
+    );
   }
 
-  private files(): string[] {
-    const files: string[] = [];
-    for (const dir of this.options.dirs) {
-      let entries: string[];
-      try {
-        entries = readdirSync(dir).sort();
-      } catch {
-        continue;
-      }
-      for (const entry of entries) files.push(path.join(dir, entry, "SKILL.md"));
+  /**
+   * A skills directory's entries, or null when it is missing or refused. A directory in the workspace is judged in
+   * full; one configured in `skills.dirs` is the owner's choice, judged only for Magpie's state and key files.
+   */
+  private async openRoot(
+    dir: string,
+    scope: PathScope,
+    level: SecurityLevel,
+    listing: SkillListing,
+  ): Promise<{ dir: string; real: string; entries: string[] } | null> {
+    const resolved = await resolveToolPath(dir, scope).catch(() => null);
+    if (!resolved?.exists || !resolved.isDirectory) return null;
+    const inWorkspace = isWithin(path.resolve(dir), path.resolve(scope.workspace));
+    const findings = judgePath(resolved, "read", level, scope).filter(
+      (finding) => inWorkspace || RULES_INSIDE.has(finding.rule.id),
+    );
+    const refusal = this.refusal(findings, dir, dir, resolved.real, false);
+    if (refusal) {
+      this.refuse(refusal, listing);
+      return null;
     }
-    return files;
+    try {
+      return { dir, real: resolved.real, entries: (await fs.readdir(resolved.real)).sort() };
+    } catch {
+      return null;
+    }
   }
 
-  private read(file: string): Skill | SkillProblem | null {
-    let stat: ReturnType<typeof statSync>;
-    try {
-      stat = statSync(file);
-    } catch {
+  private async read(
+    root: { dir: string; real: string },
+    entry: string,
+    scope: PathScope,
+    level: SecurityLevel,
+    listing: SkillListing,
+  ): Promise<Skill | SkillProblem | null> {
+    const file = path.join(root.dir, entry, "SKILL.md");
+    const resolved = await resolveToolPath(file, scope).catch(() => null);
+    if (!resolved?.exists || resolved.isDirectory) {
       this.cache.delete(file);
       return null;
     }
-    if (!stat.isFile()) return null;
+    // Only regular files are read (a FIFO would block, a device would never end): stat, not open, tells.
+    const stat = await fs.stat(resolved.real).catch(() => null);
+    if (!stat?.isFile()) return null;
+    const contained = !resolved.hardLinked && isWithin(resolved.real, root.real);
+    const findings = judgePath(resolved, "read", level, scope).filter(
+      (finding) => !contained || RULES_INSIDE.has(finding.rule.id),
+    );
+    const refusal = this.refusal(findings, entry, file, resolved.real, resolved.hardLinked);
+    if (refusal) {
+      this.cache.delete(file);
+      this.refuse(refusal, listing);
+      return null;
+    }
     const cached = this.cache.get(file);
-    if (cached && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached.parsed;
-    const parsed = parseSkill(file, readFileSync(file, "utf8"));
-    this.cache.set(file, { mtimeMs: stat.mtimeMs, size: stat.size, parsed });
+    if (
+      cached &&
+      cached.dev === stat.dev &&
+      cached.ino === stat.ino &&
+      cached.mtimeMs === stat.mtimeMs &&
+      cached.size === stat.size
+    )
+      return cached.parsed;
+    const text = await readJudged(resolved.real, stat);
+    if (text === null) return null;
+    const parsed = parseSkill(file, text);
+    this.cache.set(file, { dev: stat.dev, ino: stat.ino, mtimeMs: stat.mtimeMs, size: stat.size, parsed });
     if (!("name" in parsed)) this.options.onProblem?.(parsed);
     return parsed;
+  }
+
+  /** The refusal for the strictest finding; Warn refuses too, as nobody can be asked while scanning. */
+  private refusal(
+    findings: GuardFinding[],
+    folder: string,
+    file: string,
+    real: string,
+    hardLinked: boolean,
+  ): SkillRefusal | null {
+    const worst = strictest(findings);
+    if (!worst || worst.verdict === "allow") return null;
+    const how = hardLinked
+      ? "is hard-linked (another name for it may live anywhere)"
+      : real === path.resolve(file)
+        ? `is ${worst.path}`
+        : `resolves to ${worst.path}`;
+    return {
+      folder,
+      file,
+      rule: worst.rule.id,
+      reason: `${how}: ${worst.rule.why} (${worst.verdict === "warn" ? "Warn: needs an owner, and none is asked while skills are scanned" : "Deny"}; not loaded)`,
+    };
+  }
+
+  private refuse(refusal: SkillRefusal, listing: SkillListing): void {
+    listing.refused.push(refusal);
+    const key = `${refusal.file}\0${refusal.rule}`;
+    if (this.reported.has(key)) return;
+    this.reported.add(key);
+    this.options.onRefused?.(refusal);
   }
 
   private missing(skill: Skill): string[] {
@@ -130,6 +258,32 @@ export class SkillCatalog {
       ...skill.requires.bins.filter((bin) => !onPath(bin, env.PATH)).map((bin) => `program ${bin}`),
       ...skill.requires.env.filter((name) => !env[name]).map((name) => `variable ${name}`),
     ];
+  }
+}
+
+/**
+ * Reads the file that was judged: opened without following a symlink and without blocking, and read only when it
+ * is still the same regular file (device and inode), so a swap between the check and the open is not read.
+ */
+async function readJudged(real: string, judged: Stats): Promise<string | null> {
+  let handle: fs.FileHandle;
+  try {
+    handle = await fs.open(real, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    const opened = await handle.stat();
+    if (
+      !opened.isFile() ||
+      opened.dev !== judged.dev ||
+      opened.ino !== judged.ino ||
+      opened.nlink !== judged.nlink
+    )
+      return null;
+    return await handle.readFile("utf8");
+  } finally {
+    await handle.close();
   }
 }
 

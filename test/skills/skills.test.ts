@@ -1,16 +1,20 @@
-import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { mcpFeature } from "../../src/app/mcp-feature.js";
+import { scopeOf } from "../../src/security/path-resolver.js";
 import { SkillCatalog } from "../../src/skills/skill-catalog.js";
 import { reply } from "../fakes/openai.js";
 import { ownerCallContext } from "../helpers/call-context.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
 let running: TestApp | null = null;
+const extraDirs: string[] = [];
 afterEach(async () => {
   await running?.stop();
   running = null;
+  for (const dir of extraDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
 function writeSkill(dir: string, folder: string, text: string, mtime?: number): string {
@@ -39,7 +43,9 @@ async function invoke(name: string): Promise<string> {
 describe("skills", () => {
   it("are discovered in <workspace>/skills and skills.dirs, listed in the system prompt, read with invoke_skill", async () => {
     running = await startTestApp({ features: [mcpFeature] });
-    const extra = path.join(running.dataDir, "more-skills");
+    // Outside dataDir: a skills.dirs entry inside Magpie's state is refused (see skill-guard.test.ts).
+    const extra = mkdtempSync(path.join(os.tmpdir(), "magpie-more-skills-"));
+    extraDirs.push(extra);
     running.app.config.skills.dirs.push(extra);
     const workspaceSkills = path.join(running.config.workspace, "skills");
     writeSkill(
@@ -52,8 +58,11 @@ describe("skills", () => {
     writeSkill(extra, "deploy-copy", skill("deploy", "A shadowed copy"));
 
     // The feature read skills.dirs at set-up; a new catalog on the same dirs reads the added folder.
-    const catalog = new SkillCatalog({ dirs: [workspaceSkills, extra] });
-    expect(catalog.list().available.map((entry) => entry.name)).toEqual(["deploy", "notes"]);
+    const catalog = new SkillCatalog({
+      dirs: [workspaceSkills, extra],
+      guard: { scope: () => scopeOf(running!.config), level: () => "medium" },
+    });
+    expect((await catalog.list()).available.map((entry) => entry.name)).toEqual(["deploy", "notes"]);
 
     const llm = running.llm!;
     llm.script(
