@@ -20,6 +20,10 @@ export async function runStart({ env, mode }: { env: CliEnv; mode: "start" | "ch
   const exited = new Promise<number>((resolve) => {
     resolveExit = resolve;
   });
+  // Under systemd's Type=notify only: nothing of it loads otherwise.
+  const notifier = process.env.NOTIFY_SOCKET
+    ? (await import("../app/systemd-notify.js")).startSystemdNotify({ logger })
+    : null;
   const { ConsoleChannel } = await import("../../channels/console.js");
   const app = new MagpieApp({
     config,
@@ -33,6 +37,7 @@ export async function runStart({ env, mode }: { env: CliEnv; mode: "start" | "ch
     if (stopping) return;
     stopping = true;
     logger.info({ reason }, "magpie-stopping");
+    notifier?.stopping();
     const force = setTimeout(() => {
       logger.error("shutdown took longer than 10 s; exiting");
       process.exit(1);
@@ -44,6 +49,8 @@ export async function runStart({ env, mode }: { env: CliEnv; mode: "start" | "ch
     } catch (error) {
       logger.error({ err: error }, "shutdown-failed");
       resolveExit(1);
+    } finally {
+      notifier?.close();
     }
   }
   process.once("SIGTERM", () => void shutdown("SIGTERM"));
@@ -54,11 +61,16 @@ export async function runStart({ env, mode }: { env: CliEnv; mode: "start" | "ch
   } catch (error) {
     env.stderr.write(`Magpie could not start: ${error instanceof Error ? error.message : String(error)}\n`);
     await app.stop().catch(() => {});
+    notifier?.close();
     return 1;
   }
-  if (!useConsole) {
-    const address = app.http.address;
-    if (address) logger.info(`ready — health at http://${address.address}:${address.port}/readyz`);
-  }
+  const address = app.http.address;
+  if (!useConsole && address)
+    logger.info(`ready — health at http://${address.address}:${address.port}/readyz`);
+  // A SIGTERM during start-up already said STOPPING=1.
+  notifier?.ready(
+    () => app.isReady && !stopping,
+    address ? `Ready; health at http://${address.address}:${address.port}/readyz` : "Ready",
+  );
   return exited;
 }
