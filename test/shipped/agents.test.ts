@@ -1,0 +1,407 @@
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../fakes/http-util.js";
+import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
+import { FakeTelegram } from "../fakes/telegram.js";
+import { ShippedBot } from "./shipped-bot.js";
+import { toolResults } from "./tool-results.js";
+
+/**
+ * The agent paths through the shipped build (`node dist/bundle/main.js start`) on the Telegram fake: delegate to
+ * a second named agent, spawn with the result put back in the chat, ask_question answered by a button and by
+ * text, approvals (button, /approve <id>, deny), failover to a second OpenAI fake, memory with embeddings, the
+ * `/status`, `/model` and `/usage` commands, and `magpie usage` on the same database afterwards.
+ */
+
+const OWNER = { id: 501, first_name: "Alice" };
+const DM = { id: OWNER.id, type: "private" as const };
+
+type Keyboard = Array<Array<{ text: string; callback_data: string }>>;
+
+/** Messages to the owner's DM: text and buttons, delivered ones only. */
+const dmMessages = (telegram: FakeTelegram) =>
+  telegram
+    .callsOf("sendMessage")
+    .filter((call) => !call.failed && String(call.body.chat_id) === String(OWNER.id))
+    .map((call) => ({
+      text: String(call.body.text),
+      keyboard: (call.body.reply_markup as { inline_keyboard?: Keyboard } | undefined)?.inline_keyboard,
+    }));
+
+const dmTexts = (telegram: FakeTelegram) => dmMessages(telegram).map((message) => message.text);
+
+function say(telegram: FakeTelegram, text: string): void {
+  const [command] = text.split(" ");
+  telegram.pushMessage({
+    chat: DM,
+    from: OWNER,
+    text,
+    ...(text.startsWith("/")
+      ? { entities: [{ type: "bot_command", offset: 0, length: command!.length }] }
+      : {}),
+  });
+}
+
+/** Sends `text` as the owner and resolves with the first new DM text matching `pattern`. */
+async function ask(telegram: FakeTelegram, text: string, pattern: RegExp = /[\s\S]/): Promise<string> {
+  const before = dmTexts(telegram).length;
+  say(telegram, text);
+  return waitFor(
+    () =>
+      dmTexts(telegram)
+        .slice(before)
+        .find((sent) => pattern.test(sent)),
+    `the reply to ${text}`,
+    20_000,
+  );
+}
+
+function press(telegram: FakeTelegram, data: string): number {
+  return telegram.pushUpdate({
+    callback_query: {
+      id: `cb-${data}`,
+      from: { ...OWNER, is_bot: false },
+      chat_instance: "ci",
+      data,
+      message: { message_id: 9, date: 0, chat: DM, text: "buttons" },
+    },
+  });
+}
+
+describe("shipped build: delegate, spawn, questions, approvals, failover, memory, /model and usage", () => {
+  let telegram: FakeTelegram;
+  let primary: OpenAiFake;
+  let fallback: OpenAiFake;
+  let bot: ShippedBot;
+  /** Chat requests that the primary answered with an error (not in the usage ledger). */
+  let primaryFailures = 0;
+
+  beforeAll(async () => {
+    [telegram, primary, fallback] = await Promise.all([
+      new FakeTelegram().start(),
+      startOpenAiFake(),
+      startOpenAiFake(),
+    ]);
+    bot = await ShippedBot.start({
+      config: {
+        llm: {
+          baseUrl: primary.url,
+          apiKey: "sk-test",
+          model: "test-model",
+          embeddingModel: "embed-small",
+          maxRetries: 0,
+          fallbacks: [{ model: "fb-model", baseUrl: fallback.url }],
+        },
+        // One turn slot: a subagent waits for its parent's turn, so the order of LLM requests is fixed.
+        agent: { streaming: false, maxConcurrentTurns: 1 },
+        agents: { main: { toolSet: "full" }, helper: { toolSet: "subagent" } },
+        channels: {
+          telegram: {
+            token: telegram.validToken,
+            apiRoot: telegram.apiRoot,
+            pacing: false,
+            allowFrom: [OWNER.id],
+          },
+        },
+        security: { approvals: { require: ["file_write"], timeoutSecs: 60 } },
+      },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await bot?.dispose();
+    await Promise.all([telegram?.close(), primary?.close(), fallback?.close()]);
+  });
+
+  it("delegate runs the second named agent with its own tool set and its answer comes back as the tool result", async () => {
+    let helperTools: string[] = [];
+    let helperPrompt: unknown;
+    let seen: Record<string, string> = {};
+    primary.script(
+      reply.toolCalls([
+        {
+          name: "delegate",
+          arguments: { agent: "helper", prompt: "Summarize the logs", context: "disk 91%" },
+        },
+      ]),
+      reply.text("The disk is nearly full.", (body) => {
+        helperTools = (body.tools ?? []).map((tool) => tool.function.name).sort();
+        helperPrompt = body.messages.at(-1);
+      }),
+      reply.text("The helper says: the disk is nearly full.", (body) => {
+        seen = toolResults(body);
+      }),
+    );
+    await ask(telegram, "please delegate the log summary", /^The helper says/);
+    expect(helperPrompt).toMatchObject({ role: "user", content: "Summarize the logs\n\nContext:\ndisk 91%" });
+    expect(helperTools).toEqual([
+      "file_edit",
+      "file_read",
+      "file_write",
+      "git_operations",
+      "shell",
+      "spill_read",
+    ]);
+    expect(seen.delegate).toBe("The disk is nearly full.");
+    primary.assertDone();
+  });
+
+  it("spawn returns a task id at once; the subagent's result is put back in the chat and starts a follow-up turn", async () => {
+    let taskId = "";
+    let followUp = "";
+    primary.script(
+      reply.toolCalls([{ name: "spawn", arguments: { task: "Count the files.", label: "counter" } }]),
+      reply.text("I started a background task.", (body) => {
+        taskId = String(JSON.parse(toolResults(body).spawn ?? "{}").task_id);
+      }),
+      reply.text("There are 3 files."),
+      reply.text("Done: your workspace has 3 files.", (body) => {
+        followUp = String(body.messages.at(-1)?.content);
+      }),
+    );
+    await ask(telegram, "count my files in the background", /^Done: your workspace/);
+    expect(taskId).toMatch(/^[0-9a-f]{8}$/);
+    expect(dmTexts(telegram)).toContain(`Background task ${taskId} (counter) finished: There are 3 files.`);
+    expect(followUp).toContain("Background task result — counter");
+    expect(followUp).toContain("There are 3 files.");
+    primary.assertDone();
+  });
+
+  it("ask_question shows buttons; answered by a press, then by typing the option's number", async () => {
+    const question = {
+      prompt: "Deploy to which environment?",
+      options: [
+        { id: "prod", label: "Production" },
+        { id: "stg", label: "Staging" },
+      ],
+    };
+    const answers: unknown[] = [];
+    primary.script(
+      reply.toolCalls([{ name: "ask_question", arguments: question }]),
+      reply.text(
+        "deploying to staging",
+        (body) => void answers.push(JSON.parse(toolResults(body).ask_question!)),
+      ),
+      reply.toolCalls([{ name: "ask_question", arguments: question }]),
+      reply.text(
+        "deploying to production",
+        (body) => void answers.push(JSON.parse(toolResults(body).ask_question!)),
+      ),
+    );
+    const asked = () => dmMessages(telegram).filter((message) => message.text.includes(question.prompt));
+    say(telegram, "deploy it");
+    const first = await waitFor(() => asked()[0], "the question", 20_000);
+    expect(first.keyboard?.flat().map((button) => button.text)).toEqual(["Production", "Staging"]);
+    press(telegram, first.keyboard![1]![0]!.callback_data);
+    await waitFor(() => dmTexts(telegram).includes("deploying to staging"), "the first answer", 20_000);
+
+    say(telegram, "deploy again");
+    await waitFor(() => asked()[1], "the second question", 20_000);
+    say(telegram, "1");
+    await waitFor(() => dmTexts(telegram).includes("deploying to production"), "the second answer", 20_000);
+    expect(answers).toEqual([
+      { answer: "Staging", option_id: "stg" },
+      { answer: "Production", option_id: "prod" },
+    ]);
+    primary.assertDone();
+  });
+
+  it("approvals: file_write waits for the owner; Approve button and /approve <id> let it run, Deny doesn't", async () => {
+    const results: Array<Record<string, string>> = [];
+    const writeAndReport = (file: string, answer: string) => [
+      reply.toolCalls([{ name: "file_write", arguments: { path: file, content: `${file} body` } }]),
+      reply.text(answer, (body) => void results.push(toolResults(body))),
+    ];
+    const prompts = () => dmMessages(telegram).filter((message) => message.text.includes("Approval needed"));
+    const idOf = (text: string) => /request ([0-9a-f]+)/.exec(text)![1]!;
+    primary.script(
+      ...writeAndReport("by-button.txt", "written after the button"),
+      ...writeAndReport("by-command.txt", "written after /approve"),
+      ...writeAndReport("denied.txt", "not written, as you wish"),
+    );
+
+    say(telegram, "write by-button.txt");
+    const first = await waitFor(() => prompts()[0], "the first approval prompt", 20_000);
+    expect(first.text).toContain("file_write");
+    expect(existsSync(path.join(bot.workspace, "by-button.txt"))).toBe(false);
+    const approve = first.keyboard?.flat().find((button) => button.text === "Approve");
+    press(telegram, approve!.callback_data);
+    await waitFor(
+      () => dmTexts(telegram).includes("written after the button"),
+      "the first turn's end",
+      20_000,
+    );
+    expect(readFileSync(path.join(bot.workspace, "by-button.txt"), "utf8")).toBe("by-button.txt body");
+
+    say(telegram, "write by-command.txt");
+    const second = await waitFor(() => prompts()[1], "the second approval prompt", 20_000);
+    expect(await ask(telegram, `/approve ${idOf(second.text)}`, /^Approved: file_write/)).toContain(
+      idOf(second.text),
+    );
+    await waitFor(
+      () => dmTexts(telegram).includes("written after /approve"),
+      "the second turn's end",
+      20_000,
+    );
+    expect(readFileSync(path.join(bot.workspace, "by-command.txt"), "utf8")).toBe("by-command.txt body");
+
+    say(telegram, "write denied.txt");
+    const third = await waitFor(() => prompts()[2], "the third approval prompt", 20_000);
+    const deny = third.keyboard?.flat().find((button) => button.text === "Deny");
+    press(telegram, deny!.callback_data);
+    await waitFor(
+      () => dmTexts(telegram).includes("not written, as you wish"),
+      "the third turn's end",
+      20_000,
+    );
+    expect(existsSync(path.join(bot.workspace, "denied.txt"))).toBe(false);
+    expect(JSON.parse(results[2]!.file_write!)).toMatchObject({
+      ok: false,
+      error: { code: "approval.denied" },
+    });
+    expect(results[0]!.file_write).toContain("by-button.txt");
+    expect(results[1]!.file_write).toContain("by-command.txt");
+    primary.assertDone();
+  });
+
+  it("memory with embeddings: memory_store indexes the fact, memory_recall finds it by meaning", async () => {
+    const before = primary.embeddingRequests.length;
+    let stored: Record<string, string> = {};
+    let recalled: Record<string, string> = {};
+    primary.script(
+      reply.toolCalls([
+        {
+          name: "memory_store",
+          arguments: { key: "owner.coffee", content: "The owner drinks flat whites." },
+        },
+      ]),
+      reply.toolCalls(
+        [{ name: "memory_recall", arguments: { query: "what coffee does the owner drink" } }],
+        (body) => {
+          stored = toolResults(body);
+        },
+      ),
+      reply.text("You drink flat whites.", (body) => {
+        recalled = toolResults(body);
+      }),
+    );
+    await ask(telegram, "I only drink flat whites, remember that", /^You drink flat whites\.$/);
+    expect(JSON.parse(stored.memory_store ?? "{}")).toMatchObject({
+      ok: true,
+      action: "created",
+      indexed: "keyword+vector",
+    });
+    const recall = JSON.parse(recalled.memory_recall ?? "{}");
+    expect(recall.mode).toBe("hybrid");
+    expect(recall.results[0]).toMatchObject({
+      key: "owner.coffee",
+      content: "The owner drinks flat whites.",
+    });
+    const embeddings = primary.embeddingRequests.slice(before);
+    expect(embeddings.every((request) => request.model === "embed-small")).toBe(true);
+    expect(embeddings.flatMap((request) => request.input)).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining("The owner drinks flat whites."),
+        "what coffee does the owner drink",
+      ]),
+    );
+    primary.assertDone();
+  });
+
+  it("failover: the primary answers 500, the fallback's reply arrives with a 'via' line", async () => {
+    primary.script(reply.error(500, "primary down"));
+    primaryFailures += 1;
+    fallback.script(reply.text("From the fallback."));
+    const answer = await ask(telegram, "hello?", /^From the fallback/);
+    expect(answer).toMatch(/^From the fallback\.\n\n.*via fb-model/);
+    expect(fallback.requests.map((body) => body.model)).toEqual(["fb-model"]);
+    primary.assertDone();
+    fallback.assertDone();
+  });
+
+  it("/status names the model and the channel; /model switches this chat to the fallback and back", async () => {
+    const status = await ask(telegram, "/status", /^Magpie is up/);
+    expect(status).toContain("Model: test-model; agent: main.");
+    expect(status).toContain("Channels: telegram: connected.");
+
+    expect(await ask(telegram, "/model fb-model")).toContain("now uses fb-model");
+    fallback.script(reply.text("answered by the chosen model"));
+    expect(await ask(telegram, "who answers?")).toBe("answered by the chosen model");
+    expect(fallback.requests.at(-1)?.model).toBe("fb-model");
+    expect(await ask(telegram, "/model reset")).toContain("back to the default model");
+    primary.script(reply.text("the primary again"));
+    expect(await ask(telegram, "and now?")).toBe("the primary again");
+    primary.assertDone();
+    fallback.assertDone();
+  });
+
+  it("/usage and `magpie usage` (plain and --json) report the same totals: every answered chat call, per model", async () => {
+    const usage = await ask(telegram, "/usage", /^Usage today/);
+    const json = await bot.cli(["usage", "--json"]);
+    expect(json.code, json.stderr).toBe(0);
+    const summary = JSON.parse(json.stdout) as {
+      totals: { calls: number; tokens: number; promptTokens: number; completionTokens: number };
+      byModel: Array<{ model: string; kind: string; calls: number; tokens: number }>;
+    };
+    // The fakes answer every chat call with 10 prompt + 10 completion tokens; failed calls aren't billed.
+    const chat = (model: string) => summary.byModel.find((row) => row.model === model && row.kind === "chat");
+    expect(chat("test-model")).toMatchObject({
+      calls: primary.requests.length - primaryFailures,
+      tokens: 20 * (primary.requests.length - primaryFailures),
+    });
+    expect(chat("fb-model")).toMatchObject({
+      calls: fallback.requests.length,
+      tokens: 20 * fallback.requests.length,
+    });
+    const { calls, tokens } = summary.totals;
+    expect(usage).toContain(`: ${calls} calls, ${tokens} tokens`);
+    const plain = await bot.cli(["usage"]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toContain(`: ${calls} calls, ${tokens} tokens`);
+  });
+});
+
+describe("shipped build: a per-turn budget stops a turn with a message naming the cap", () => {
+  let telegram: FakeTelegram;
+  let llm: OpenAiFake;
+  let bot: ShippedBot;
+
+  beforeAll(async () => {
+    [telegram, llm] = await Promise.all([new FakeTelegram().start(), startOpenAiFake()]);
+    bot = await ShippedBot.start({
+      config: {
+        llm: { baseUrl: llm.url, apiKey: "sk-test", model: "test-model" },
+        agent: { streaming: false },
+        budgets: { perTurn: { tokens: 30 } },
+        channels: {
+          telegram: {
+            token: telegram.validToken,
+            apiRoot: telegram.apiRoot,
+            pacing: false,
+            allowFrom: [OWNER.id],
+          },
+        },
+      },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await bot?.dispose();
+    await Promise.all([telegram?.close(), llm?.close()]);
+  });
+
+  it("the third call of a tool loop is not made; the next message starts from zero", async () => {
+    llm.script(
+      reply.toolCalls([{ name: "file_list", arguments: {} }]),
+      reply.toolCalls([{ name: "file_list", arguments: {} }]),
+      reply.text("fresh turn"),
+    );
+    const refused = await ask(telegram, "list things", /Budget reached/);
+    expect(refused).toContain("budgets.perTurn.tokens is 30 tokens per turn");
+    expect(refused).toContain("40 tokens have been used in this turn");
+    expect(llm.requests).toHaveLength(2);
+    expect(await ask(telegram, "again")).toBe("fresh turn");
+    llm.assertDone();
+  });
+});
