@@ -24,5 +24,9 @@ RUN ln -s /app/dist/bundle/main.js /usr/local/bin/magpie && chmod +x /app/dist/b
 USER node
 VOLUME ["/app/data"]
 EXPOSE 8787
-HEALTHCHECK --interval=30s --timeout=5s --start-period=20s CMD node -e "fetch('http://127.0.0.1:8787/readyz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
+# Liveness, not readiness: "unhealthy" is what a restart is for (an orchestrator or autoheal acts on it), and a
+# restart fixes a wedged process, not a chat platform being down — /readyz is 503 while a channel reconnects,
+# /healthz only while the event loop is stuck past http.maxEventLoopBlockMs. A probe sent during the stall hangs
+# until --timeout and counts as a failure too; three in a row (--retries) mark the container unhealthy.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 CMD node -e "fetch('http://127.0.0.1:8787/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
 CMD ["node", "dist/bundle/main.js", "start"]

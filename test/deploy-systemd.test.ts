@@ -31,6 +31,19 @@ describe("deploy/magpie.service", () => {
     expect(Number(keys.get("TimeoutStopSec")?.[0])).toBeGreaterThan(10);
   });
 
+  it("is Type=notify with a watchdog: systemd restarts a process whose event loop is stuck", () => {
+    expect(keys.get("Type")).toEqual(["notify"]);
+    // The notifications come from the systemd-notify program, a child of the main process.
+    expect(keys.get("NotifyAccess")).toEqual(["all"]);
+    const watchdogSec = Number(keys.get("WatchdogSec")?.[0]);
+    // Longer than /healthz's 5 s limit (a hiccup is reported, not punished with a restart), short enough to matter.
+    expect(watchdogSec).toBeGreaterThan(5);
+    expect(watchdogSec).toBeLessThanOrEqual(60);
+    expect(keys.get("Restart")).toEqual(["always"]);
+    // Start-up must reach READY=1 before systemd gives up on it.
+    expect(Number(keys.get("TimeoutStartSec")?.[0])).toBeGreaterThanOrEqual(30);
+  });
+
   it("leaves off every option that breaks bubblewrap, Node's JIT or hardware devices", () => {
     for (const key of [
       "ProtectKernelTunables",

@@ -37,6 +37,17 @@ describe("deployment files", () => {
     expect(dockerfile).toContain('CMD ["node", "dist/bundle/main.js", "start"]');
   });
 
+  it("the image's health check probes liveness (/healthz), with a timeout so a wedged process counts as unhealthy", () => {
+    const healthcheck = readFileSync("Dockerfile", "utf8")
+      .split("\n")
+      .filter((line) => line.startsWith("HEALTHCHECK "));
+    expect(healthcheck).toHaveLength(1);
+    expect(healthcheck[0]).toContain("http://127.0.0.1:8787/healthz");
+    expect(healthcheck[0]).not.toContain("/readyz");
+    expect(healthcheck[0]).toMatch(/--timeout=\d+s/);
+    expect(healthcheck[0]).toMatch(/--retries=\d+/);
+  });
+
   it("every COPY source in the Dockerfile exists", () => {
     const sources = readFileSync("Dockerfile", "utf8")
       .split("\n")
