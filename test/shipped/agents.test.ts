@@ -265,7 +265,7 @@ describe("shipped build: delegate, spawn, questions, approvals, failover, memory
     primary.assertDone();
   });
 
-  it("memory with embeddings: memory_store indexes the fact, memory_recall finds it by meaning", async () => {
+  it("memory with embeddings: memory_store indexes the fact, memory_recall and `magpie memory search` find it", async () => {
     const before = primary.embeddingRequests.length;
     let stored: Record<string, string> = {};
     let recalled: Record<string, string> = {};
@@ -307,6 +307,16 @@ describe("shipped build: delegate, spawn, questions, approvals, failover, memory
       ]),
     );
     primary.assertDone();
+
+    // `magpie memory search` on the same database: its own process embeds the query at the same endpoint.
+    const cliBefore = primary.embeddingRequests.length;
+    const search = await bot.cli(["memory", "search", "flat white coffee"]);
+    expect(search.code, search.stderr).toBe(0);
+    expect(search.stdout).toContain("owner.coffee");
+    expect(search.stdout).toContain("The owner drinks flat whites.");
+    expect(primary.embeddingRequests.slice(cliBefore)).toEqual([
+      { model: "embed-small", input: ["flat white coffee"] },
+    ]);
   });
 
   it("failover: the primary answers 500, the fallback's reply arrives with a 'via' line", async () => {
@@ -362,7 +372,7 @@ describe("shipped build: delegate, spawn, questions, approvals, failover, memory
   });
 });
 
-describe("shipped build: a per-turn budget stops a turn with a message naming the cap", () => {
+describe("shipped build: streamed replies (the default) and a per-turn budget", () => {
   let telegram: FakeTelegram;
   let llm: OpenAiFake;
   let bot: ShippedBot;
@@ -372,7 +382,7 @@ describe("shipped build: a per-turn budget stops a turn with a message naming th
     bot = await ShippedBot.start({
       config: {
         llm: { baseUrl: llm.url, apiKey: "sk-test", model: "test-model" },
-        agent: { streaming: false },
+        // agent.streaming is left at its default (on), as users run it.
         budgets: { perTurn: { tokens: 30 } },
         channels: {
           telegram: {
@@ -391,7 +401,29 @@ describe("shipped build: a per-turn budget stops a turn with a message naming th
     await Promise.all([telegram?.close(), llm?.close()]);
   });
 
+  it("a streamed reply shows a draft, which the final answer edits into the whole text", async () => {
+    const answer =
+      "The shed is at 21 degrees, the freezer at minus 18, and the greenhouse door is open again.";
+    llm.script(reply.text(answer));
+    say(telegram, "how is everything?");
+    const final = await waitFor(
+      () => telegram.callsOf("editMessageText").find((call) => !call.failed && call.body.text === answer),
+      "the draft edited into the answer",
+      20_000,
+    );
+    expect(llm.requests.at(-1)?.stream).toBe(true);
+    const drafts = telegram.callsOf("sendMessage").filter((call) => !call.failed);
+    expect(drafts).toHaveLength(1);
+    const draft = String(drafts[0]?.body.text);
+    expect(draft.endsWith(" …")).toBe(true);
+    expect(answer.startsWith(draft.slice(0, -2))).toBe(true);
+    expect(String(final.body.chat_id)).toBe(String(OWNER.id));
+    expect(telegram.sentTexts()).not.toContain(answer);
+    llm.assertDone();
+  });
+
   it("the third call of a tool loop is not made; the next message starts from zero", async () => {
+    const before = llm.requests.length;
     llm.script(
       reply.toolCalls([{ name: "file_list", arguments: {} }]),
       reply.toolCalls([{ name: "file_list", arguments: {} }]),
@@ -400,7 +432,7 @@ describe("shipped build: a per-turn budget stops a turn with a message naming th
     const refused = await ask(telegram, "list things", /Budget reached/);
     expect(refused).toContain("budgets.perTurn.tokens is 30 tokens per turn");
     expect(refused).toContain("40 tokens have been used in this turn");
-    expect(llm.requests).toHaveLength(2);
+    expect(llm.requests).toHaveLength(before + 2);
     expect(await ask(telegram, "again")).toBe("fresh turn");
     llm.assertDone();
   });
