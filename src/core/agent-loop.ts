@@ -54,6 +54,8 @@ export interface TurnOutcome {
 
 /** The same call (name and arguments) this many times in one turn ends it: a model stuck in a loop. */
 const LOOP_LIMIT = 3;
+/** This many steps in a row whose every call was refused (tool set, guard, budget) end the turn. */
+const REFUSED_STEPS_LIMIT = 3;
 
 /**
  * One agent turn: system prompt + history + user text → LLM → tool calls … until a final answer or
@@ -67,6 +69,9 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
   const specs = deps.tools.specs(input.toolNames);
   const model = input.model ?? input.agent.model;
   const seenCalls = new Map<string, number>();
+  // Calls a rule refused this turn: asking for one again ends the turn instead of refusing it again.
+  const refusedCalls = new Set<string>();
+  let refusedSteps = 0;
   let toolCalls = 0;
   let fallbackModel: string | null = null;
   let images = input.images ?? [];
@@ -154,8 +159,13 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
       return { status: "ok", reply, newMessages, iterations: iteration, toolCalls };
     }
 
+    const repeatedRefusal = calls.find((call) => refusedCalls.has(callKey(call)));
+    if (repeatedRefusal) {
+      const reply = `I stopped: the model asked again for a call that was refused (${repeatedRefusal.function.name} with the same arguments), so going on would only repeat the refusal. Tell me how to go on.`;
+      return stopped(deps, input, newMessages, reply, iteration, toolCalls, repeatedRefusal.function.name);
+    }
     const looping = calls.find((call) => {
-      const key = `${call.function.name}\u0000${canonicalArguments(call.function.arguments)}`;
+      const key = callKey(call);
       const count = (seenCalls.get(key) ?? 0) + 1;
       seenCalls.set(key, count);
       return count >= LOOP_LIMIT;
@@ -171,19 +181,59 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
     }
 
     newMessages.push({ role: "assistant", content, tool_calls: calls });
+    let refusedNow = 0;
     for (const call of calls) {
       toolCalls++;
       const output = signal.aborted
         ? JSON.stringify({ ok: false, error: { code: "tool.aborted", message: "The turn was stopped." } })
         : await deps.tools.execute(call, input.toolNames, input.context);
       newMessages.push({ role: "tool", tool_call_id: call.id, content: output });
+      if (isRefusedOutput(output)) {
+        refusedCalls.add(callKey(call));
+        refusedNow++;
+      }
     }
     if (signal.aborted) return aborted(userMessage, iteration, toolCalls);
+    refusedSteps = refusedNow === calls.length ? refusedSteps + 1 : 0;
+    if (refusedSteps >= REFUSED_STEPS_LIMIT) {
+      const reply = `I stopped: every tool call of the last ${REFUSED_STEPS_LIMIT} steps was refused (tool set, guard or budget), so asking the model again would only be refused again. Tell me how to go on.`;
+      return stopped(deps, input, newMessages, reply, iteration, toolCalls, calls[0]!.function.name);
+    }
   }
 
   const reply = `I stopped after ${deps.maxIterations} steps (agent.maxIterations) without reaching a final answer. Tell me how to continue, or narrow the request.`;
   newMessages.push({ role: "assistant", content: reply });
   return { status: "max_iterations", reply, newMessages, iterations: deps.maxIterations, toolCalls };
+}
+
+/** Ends a turn cut off by the loop guard: its message is the reply and closes the turn's history. */
+function stopped(
+  deps: AgentLoopDeps,
+  input: TurnInput,
+  newMessages: ChatMessage[],
+  reply: string,
+  iterations: number,
+  toolCalls: number,
+  tool: string,
+): TurnOutcome {
+  deps.logger.warn({ tool, session: input.context.sessionKey }, "tool-refusals-stopped");
+  newMessages.push({ role: "assistant", content: reply });
+  return { status: "loop", reply, newMessages, iterations, toolCalls, errorCode: "turn.refused_loop" };
+}
+
+/** A call's identity for the loop guard: its name and its arguments compared by meaning. */
+function callKey(call: ToolCall): string {
+  return `${call.function.name}\u0000${canonicalArguments(call.function.arguments)}`;
+}
+
+/** The tool layer's answer to a call a rule refused: `{"ok":false,"refused":true,…}` (src/tools/define-tool.ts). */
+function isRefusedOutput(output: string): boolean {
+  if (!output.startsWith('{"ok":false,"refused":true')) return false;
+  try {
+    return (JSON.parse(output) as { refused?: unknown }).refused === true;
+  } catch {
+    return false;
+  }
 }
 
 /** A 4xx other than auth and rate limits: the request itself was refused (e.g. image parts a model can't take). */

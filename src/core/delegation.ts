@@ -82,6 +82,9 @@ export class Delegation implements DelegationPort {
         return { ok: true, value: outcome.reply };
       case "aborted":
         return refusal("delegate.aborted", `The delegated turn of "${agent.name}" was stopped.`);
+      case "budget":
+        // Refused, not failed: the budget the delegated turn spent from is this turn's too.
+        return refusal("budget.exceeded", `Agent "${agent.name}" stopped at a budget: ${outcome.reply}`);
       case "max_iterations":
         return refusal(
           "delegate.max_iterations",

@@ -37,7 +37,12 @@ export function defineTool<Schema extends z.ZodType>(tool: {
   return tool as unknown as Tool<z.output<Schema>>;
 }
 
-/** The JSON text a failed call returns to the model. */
-export function toolErrorText(code: string, message: string): string {
-  return JSON.stringify({ ok: false, error: { code, message } });
+/**
+ * The JSON text a failed call returns to the model. `refused` marks a call a rule refused (tool set, guard,
+ * budget): the agent loop ends a turn that keeps making such calls.
+ */
+export function toolErrorText(code: string, message: string, refused = false): string {
+  return JSON.stringify(
+    refused ? { ok: false, refused, error: { code, message } } : { ok: false, error: { code, message } },
+  );
 }

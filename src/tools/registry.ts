@@ -144,7 +144,7 @@ export class ToolRegistry implements ToolRuntime {
       if (callContext.signal.aborted && !(error instanceof ToolError)) {
         text = toolErrorText("tool.aborted", `Tool '${name}' was stopped.`);
       } else {
-        text = toolErrorText(code, message);
+        text = toolErrorText(code, message, isRefusal(error));
       }
       if (error instanceof GuardRefusal) audit.verdict = "deny";
       audit.outcome = audit.verdict === "deny" || code.startsWith("approval.") ? "denied" : "error";
@@ -308,6 +308,14 @@ export class ToolRegistry implements ToolRuntime {
     if (decision !== "approved") audit.outcome = "denied";
     return decision;
   }
+}
+
+/** A call a rule refused — a guard, the tool set, a budget, or a tool that isn't there — rather than one that failed. */
+function isRefusal(error: unknown): boolean {
+  return (
+    error instanceof GuardRefusal ||
+    (error instanceof ToolError && (error.code === "tool.not_available" || error.code.startsWith("budget.")))
+  );
 }
 
 function noOneToAsk(origin: string): ToolError {
