@@ -43,6 +43,16 @@ const FALLBACK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 /** Secrets a container or systemd hands to services; Magpie's tokens may be among them. */
 const PLATFORM_SECRETS = ["/run/secrets", "/run/credentials"];
 
+/**
+ * systemd's notify sockets (the system manager's, the user manager's). deploy/magpie.service has NotifyAccess=all —
+ * Magpie's notifications come from a child, systemd-notify — so systemd takes a datagram from any process of the
+ * unit, a sandboxed command's too: `WATCHDOG=trigger` would restart Magpie, and enough restarts stop the unit
+ * for good (StartLimitBurst). Covered by /dev/null, a connect() there is refused.
+ */
+export function notifySockets(uid = process.getuid?.()): string[] {
+  return ["/run/systemd/notify", ...(uid === undefined ? [] : [`/run/user/${uid}/systemd/notify`])];
+}
+
 /** Namespaces and mounts every sandboxed command gets (before Magpie's state is hidden). */
 function baseArgs(network: boolean): string[] {
   return [
@@ -134,12 +144,13 @@ export async function requireSandboxStatus(
 export function sandboxPlan(
   config: Pick<MagpieConfig, "sourcePath" | "envFiles" | "dataDir" | "workspace" | "tools">,
   home: string = os.homedir(),
+  sockets: string[] = notifySockets(),
 ): SandboxPlan {
   const state = magpieStatePaths(config, home);
   const homes = new Set([home, os.homedir(), ...(process.env.HOME ? [process.env.HOME] : [])]);
   return {
     network: config.tools.shell.network,
-    hidden: [...state.protected, ...PLATFORM_SECRETS],
+    hidden: [...state.protected, ...PLATFORM_SECRETS, ...sockets],
     homes: [...homes].map((entry) => path.resolve(entry)),
     exposed: state.exceptions.map((entry) => path.resolve(expandHome(entry, home))),
   };
