@@ -330,6 +330,17 @@ describe("shipped build: delegate, spawn, questions, approvals, failover, memory
     fallback.assertDone();
   });
 
+  it("a 400 from the primary does not fail over: one message naming the model and the status", async () => {
+    const fallbackCalls = fallback.requests.length;
+    primary.script(reply.error(400, "This model's maximum context length is 8192 tokens"));
+    primaryFailures += 1;
+    expect(await ask(telegram, "a very long question")).toBe(
+      `The language model provider refused the request to "test-model" (400): This model's maximum context length is 8192 tokens`,
+    );
+    expect(fallback.requests).toHaveLength(fallbackCalls);
+    primary.assertDone();
+  });
+
   it("/status names the model and the channel; /model switches this chat to the fallback and back", async () => {
     const status = await ask(telegram, "/status", /^Magpie is up/);
     expect(status).toContain("Model: test-model; agent: main.");

@@ -50,7 +50,7 @@ describe("shipped build: media in and out on Telegram, Discord and Slack", () =>
           baseUrl: llm.url,
           apiKey: "sk-test",
           model: "test-model",
-          vision: true,
+          // llm.vision left at its default (auto): images go out, and a refusal falls back to text.
           transcriptionModel: "whisper-test",
         },
         agent: { streaming: false },
@@ -205,6 +205,38 @@ describe("shipped build: media in and out on Telegram, Discord and Slack", () =>
       const [document] = telegram.callsOf("sendDocument").filter((call) => !call.failed);
       expect(document?.uploads?.document?.content.toString()).toBe(REPORT);
       expect(document?.body).toMatchObject({ caption: "The report" });
+      llm.assertDone();
+    });
+  });
+
+  describe("llm.vision auto", () => {
+    it("a model that refuses the image gets the text alone, and the user still gets an answer", async () => {
+      telegram.files.set("PHOTO2", { path: "photos/p2.png", content: PNG });
+      let retried: unknown;
+      llm.script(
+        reply.error(400, "this model does not support image inputs"),
+        reply.text("I can't see images, but I got your message.", (body) => {
+          retried = userContent(body);
+        }),
+      );
+      telegram.pushMessage({
+        chat: { id: OWNER.id, type: "private" },
+        from: OWNER,
+        extra: {
+          caption: "and this one?",
+          photo: [{ file_id: "PHOTO2", file_unique_id: "p2", width: 1, height: 1, file_size: PNG.length }],
+        },
+      });
+      await waitFor(
+        () => telegram.sentTexts().includes("I can't see images, but I got your message."),
+        "the answer",
+        20_000,
+      );
+      expect(Array.isArray(llm.requests.at(-2)?.messages.at(-1)?.content)).toBe(true);
+      expect(typeof retried).toBe("string");
+      expect(String(retried)).toContain("and this one?");
+      expect(String(retried)).toContain("could not take the image");
+      expect(bot.logsOf("vision-refused-text-only")).toHaveLength(1);
       llm.assertDone();
     });
   });
