@@ -5,7 +5,12 @@ import type { SafeHttpClient } from "../security/safe-http.js";
 import { findChromium } from "./find-chromium.js";
 import { GuardedProxy, type RefusedRequest } from "./guarded-proxy.js";
 
-/** Chromium's flags: headless, no sandbox (containers, Pi), nothing phoning home. */
+/**
+ * Chromium's flags: headless, no sandbox (containers, Pi), nothing phoning home, and no way out but the guarded
+ * proxy. An HTTP proxy carries TCP only, so what would travel over UDP is kept off: WebRTC's STUN and TURN
+ * packets (they went straight to any address a page named, proxy or not) and QUIC. Chromium resolves no name
+ * itself either: a request that somehow skipped the proxy fails instead of reaching the name's address.
+ */
 export const CHROMIUM_ARGS = [
   "--headless",
   "--no-sandbox",
@@ -14,6 +19,10 @@ export const CHROMIUM_ARGS = [
   "--disable-component-update",
   "--no-first-run",
   "--disable-sync",
+  "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+  "--disable-quic",
+  "--no-pings",
+  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ];
 
 /** One session's browsing: its own context (cookies), page and guarded proxy. */
@@ -134,9 +143,20 @@ export class BrowserService {
       );
     // Loaded on first use: a bot that never browses pays nothing for Playwright.
     const { chromium } = await import("playwright-core");
+    // Requests Chromium makes outside every session's context (the default profile's own) get a guarded proxy
+    // too, loopback included. Nobody asked for them, so a refusal is reported to no one.
+    const proxy = await GuardedProxy.start(this.options.guard, () => undefined);
     try {
-      return await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
+      const browser = await chromium.launch({
+        executablePath,
+        headless: true,
+        args: CHROMIUM_ARGS,
+        proxy: { server: proxy.url, bypass: "<-loopback>" },
+      });
+      browser.on("disconnected", () => void proxy.close());
+      return browser;
     } catch (error) {
+      await proxy.close();
       throw new ToolError(
         "browser.launch_failed",
         `Chromium at ${executablePath} did not start: ${(error as Error).message.split("\n")[0]}. Check browser.executablePath.`,
