@@ -1,4 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISCORD_DM_CHANNEL_ID, DISCORD_USER, FakeDiscord } from "../fakes/discord.js";
@@ -375,6 +377,60 @@ describe("shipped build: media in and out on Telegram, Discord and Slack", () =>
       expect(slack.shared[0]).toMatchObject({ filename: "chart.png", channel: SLACK_DM });
       expect(slack.shared[0]?.content.equals(PNG)).toBe(true);
       llm.assertDone();
+    });
+    it("attack: files whose URL points off Slack's file host are never fetched, and the bot token goes nowhere", async () => {
+      const canary: Array<{ url: string; authorization?: string }> = [];
+      const server = http.createServer((request, response) => {
+        canary.push({ url: request.url ?? "", authorization: request.headers.authorization });
+        response.end("CANARY-REACHED");
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      const canaryUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      try {
+        // Control: the canary answers when asked directly, so "no request" below means something.
+        expect(await (await fetch(`${canaryUrl}/control`)).text()).toBe("CANARY-REACHED");
+        canary.length = 0;
+        let photoNote: unknown;
+        let saveResult: Record<string, string> = {};
+        llm.script(
+          reply.text("No picture came through.", (body) => {
+            photoNote = userContent(body);
+          }),
+          reply.toolCalls([{ name: "attachment_save", arguments: {} }]),
+          reply.text("Could not save that one.", (body) => {
+            saveResult = toolResults(body);
+          }),
+        );
+        dmWithFile("look at this", {
+          id: "F8",
+          name: "evil.png",
+          mimetype: "image/png",
+          size: PNG.length,
+          url_private: `${canaryUrl}/files-pri/T0/evil.png`,
+          url_private_download: `${canaryUrl}/files-pri/T0/evil.png`,
+        });
+        await waitFor(() => sentTexts().includes("No picture came through."), "the photo answer", 20_000);
+        dmWithFile("keep this", {
+          id: "F9",
+          name: "evil.txt",
+          mimetype: "text/plain",
+          size: 5,
+          url_private: `${canaryUrl}/files-pri/T0/evil.txt`,
+          url_private_download: `${canaryUrl}/files-pri/T0/evil.txt`,
+        });
+        await waitFor(() => sentTexts().includes("Could not save that one."), "the save answer", 20_000);
+        // The image became a note, not an image part; the save was refused before any connection.
+        expect(typeof photoNote).toBe("string");
+        expect(String(photoNote)).toContain('["evil.png" could not be downloaded]');
+        const refusal = JSON.parse(saveResult.attachment_save ?? "{}");
+        expect(refusal).toMatchObject({ ok: false, error: { code: "attachment.foreign_host" } });
+        expect(JSON.stringify(refusal)).not.toContain(slack.botToken);
+        expect(canary).toEqual([]);
+        llm.assertDone();
+      } finally {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
     });
   });
 });
