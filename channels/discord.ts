@@ -211,6 +211,7 @@ export class DiscordChannel implements ChannelAdapter {
     const botId = this.client.user?.id ?? "";
     const channel = message.channel;
     const inThread = channel.isThread();
+    // regex-dynamic: the bot's own user id, a snowflake of digits
     const mentionPattern = new RegExp(`<@!?${botId}>`, "g");
     const referenced = message.reference?.messageId;
     const repliedAuthor = message.mentions.repliedUser?.id;

@@ -4,17 +4,18 @@
  * next part reopens it with the same language.
  */
 
-const FENCE_LINE = /^\s*(```|~~~)\s*([\w+#.-]*)\s*$/;
+import { fenceOf } from "./fence.js";
+
 const CLOSE_RESERVE = 4; // "\n```"
 
 /** The fence still open at the end of `text` (its opening line), or null. */
 function openFenceAt(text: string): { marker: string; opener: string } | null {
   let open: { marker: string; opener: string } | null = null;
   for (const line of text.split("\n")) {
-    const fence = FENCE_LINE.exec(line);
+    const fence = fenceOf(line);
     if (!fence) continue;
-    if (open === null) open = { marker: fence[1]!, opener: line.trim() };
-    else if (fence[1] === open.marker && fence[2] === "") open = null;
+    if (open === null) open = { marker: fence.marker, opener: line.trim() };
+    else if (fence.marker === open.marker && fence.language === "") open = null;
   }
   return open;
 }
@@ -37,7 +38,7 @@ export function chunkMarkdown(text: string, limit: number): string[] {
   let rest = text;
   while (rest.length > limit) {
     const cut = cutPoint(rest, limit - CLOSE_RESERVE);
-    let part = rest.slice(0, cut).replace(/\s+$/, "");
+    let part = rest.slice(0, cut).trimEnd();
     let next = rest.slice(cut).replace(/^[ \t]*\n?/, "");
     if (cut > 0 && rest[cut] === "\n") next = rest.slice(cut + 1);
     const fence = openFenceAt(part);

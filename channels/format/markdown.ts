@@ -4,12 +4,11 @@
  * lists) and escapes everything else, so user text can never break the platform's parser.
  */
 
-export type Dialect = "telegram-html" | "slack-mrkdwn" | "discord" | "plain";
+import { fenceOf } from "./fence.js";
+import { INLINE_PATTERNS, type InlineRule, renderInlineRules } from "./inline-scan.js";
+import { headingOf, isRule, listItemOf } from "./line-shapes.js";
 
-interface InlineRule {
-  pattern: RegExp;
-  render(match: RegExpExecArray, dialect: Dialect): string;
-}
+export type Dialect = "telegram-html" | "slack-mrkdwn" | "discord" | "plain";
 
 /** Escapes text for the dialect (outside any markup). */
 export function escapeText(text: string, dialect: Dialect): string {
@@ -29,9 +28,9 @@ const wrap = (dialect: Dialect, tags: Partial<Record<Dialect, [string, string]>>
   return pair ? `${pair[0]}${inner}${pair[1]}` : inner;
 };
 
-const INLINE_RULES: InlineRule[] = [
+const INLINE_RULES: InlineRule<Dialect>[] = [
   {
-    pattern: /`([^`\n]+)`/,
+    pattern: INLINE_PATTERNS.code,
     render: (match, dialect) => {
       const code = match[1]!;
       if (dialect === "telegram-html") return `<code>${escapeText(code, dialect)}</code>`;
@@ -40,7 +39,7 @@ const INLINE_RULES: InlineRule[] = [
     },
   },
   {
-    pattern: /\[([^\]\n]+)\]\(([^)\s]+)\)/,
+    pattern: INLINE_PATTERNS.link,
     render: (match, dialect) => {
       const label = renderInline(match[1]!, dialect);
       const url = match[2]!;
@@ -52,7 +51,7 @@ const INLINE_RULES: InlineRule[] = [
     },
   },
   {
-    pattern: /\*\*(?=\S)([^\n]*?\S)\*\*|__(?=\S)([^\n]*?\S)__/,
+    pattern: INLINE_PATTERNS.bold,
     render: (match, dialect) =>
       wrap(
         dialect,
@@ -61,7 +60,7 @@ const INLINE_RULES: InlineRule[] = [
       ),
   },
   {
-    pattern: /~~(?=\S)([^\n]*?\S)~~/,
+    pattern: INLINE_PATTERNS.strike,
     render: (match, dialect) =>
       wrap(
         dialect,
@@ -70,7 +69,7 @@ const INLINE_RULES: InlineRule[] = [
       ),
   },
   {
-    pattern: /(?<![\w*])\*(?=[^\s*])([^\n*]*?[^\s*])\*(?![\w*])|(?<!\w)_(?=[^\s_])([^\n_]*?[^\s_])_(?!\w)/,
+    pattern: INLINE_PATTERNS.italic,
     render: (match, dialect) =>
       wrap(
         dialect,
@@ -82,26 +81,8 @@ const INLINE_RULES: InlineRule[] = [
 
 /** Renders one line of inline Markdown; text between markup is escaped. */
 export function renderInline(text: string, dialect: Dialect): string {
-  let out = "";
-  let rest = text;
-  while (rest.length > 0) {
-    let best: { match: RegExpExecArray; rule: InlineRule } | null = null;
-    for (const rule of INLINE_RULES) {
-      const match = rule.pattern.exec(rest);
-      if (match && (best === null || match.index < best.match.index)) best = { match, rule };
-    }
-    if (!best) {
-      out += escapeText(rest, dialect);
-      break;
-    }
-    out += escapeText(rest.slice(0, best.match.index), dialect);
-    out += best.rule.render(best.match, dialect);
-    rest = rest.slice(best.match.index + best.match[0].length);
-  }
-  return out;
+  return renderInlineRules(text, INLINE_RULES, dialect, (plain) => escapeText(plain, dialect));
 }
-
-const FENCE = /^\s*(```|~~~)\s*([\w+#.-]*)\s*$/;
 
 /** Renders a whole Markdown text to the dialect. Discord speaks Markdown natively and gets it unchanged. */
 export function renderMarkdown(markdown: string, dialect: Dialect): string {
@@ -118,11 +99,10 @@ export function renderMarkdown(markdown: string, dialect: Dialect): string {
   };
   for (let index = 0; index < lines.length; index++) {
     const line = lines[index]!;
-    const fence = FENCE.exec(line);
+    const fence = fenceOf(line);
     if (fence) {
       flushQuote();
-      const marker = fence[1]!;
-      const language = fence[2] ?? "";
+      const { marker, language } = fence;
       const body: string[] = [];
       index++;
       while (index < lines.length && lines[index]!.trim() !== marker) body.push(lines[index++]!);
@@ -142,16 +122,16 @@ export function renderMarkdown(markdown: string, dialect: Dialect): string {
 }
 
 function renderLine(line: string, dialect: Dialect): string {
-  const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
-  if (heading) {
-    const inner = renderInline(heading[1]!, dialect);
+  const heading = headingOf(line);
+  if (heading !== null) {
+    const inner = renderInline(heading, dialect);
     if (dialect === "telegram-html") return `<b>${inner}</b>`;
     if (dialect === "slack-mrkdwn") return `*${inner}*`;
     return inner;
   }
-  const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(line);
-  if (bullet && dialect !== "plain") return `${bullet[1]}• ${renderInline(bullet[2]!, dialect)}`;
-  if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) return dialect === "plain" ? line : "──────";
+  const item = listItemOf(line);
+  if (item && dialect !== "plain") return `${item.indent}• ${renderInline(item.text, dialect)}`;
+  if (isRule(line)) return dialect === "plain" ? line : "──────";
   return renderInline(line, dialect);
 }
 

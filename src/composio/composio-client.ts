@@ -28,6 +28,7 @@ export class ComposioClient {
   private readonly host: string;
 
   constructor(private readonly options: ComposioClientOptions) {
+    // regex-input-bounded: composio.baseUrl from the owner's config, a short URL
     this.base = options.baseUrl.replace(/\/+$/, "");
     this.host = new URL(options.baseUrl).hostname;
   }

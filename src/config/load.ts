@@ -102,6 +102,7 @@ function parseYaml(text: string, file: string): unknown {
   return document.toJS() ?? {};
 }
 
+// regex-input-bounded: the owner's own config file, read once at start-up
 const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /** Replaces `${VAR}` and `${VAR:-default}` in every string; unset variables are reported by key path. */

@@ -7,19 +7,42 @@ import type { ToolCall } from "../llm/types.js";
  * found go through the same registry checks as native ones (tool set, validation, approvals, authority).
  */
 export function parseTextToolCalls(text: string, idPrefix: string): { calls: ToolCall[]; rest: string } {
+  let found = blocksBetween(text, "<tool_call>", "</tool_call>", idPrefix);
+  if (found.calls.length === 0) found = blocksBetween(text, "```", "```", idPrefix);
+  return found;
+}
+
+/**
+ * The calls in `open … close` blocks (the first `close` after each `open`; a fence may name `json`), and the
+ * text with those blocks cut out. Found with forward searches, not `open([\s\S]*?)close` regexes, which rescan
+ * to the end of the text from every opening that never closes.
+ */
+function blocksBetween(
+  text: string,
+  open: string,
+  close: string,
+  idPrefix: string,
+): { calls: ToolCall[]; rest: string } {
   const calls: ToolCall[] = [];
-  let rest = text;
-  const take = (raw: string, whole: string): void => {
-    const call = toCall(raw, `${idPrefix}-${calls.length + 1}`);
-    if (!call) return;
-    calls.push(call);
-    rest = rest.replace(whole, "");
-  };
-  for (const match of text.matchAll(/<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g)) take(match[1]!, match[0]);
-  if (calls.length === 0) {
-    for (const match of text.matchAll(/```(?:json)?\s*\n?([\s\S]*?)```/g)) take(match[1]!, match[0]);
+  const kept: string[] = [];
+  let copied = 0;
+  for (let start = text.indexOf(open); start >= 0; ) {
+    let body = start + open.length;
+    if (open === "```" && text.startsWith("json", body)) body += 4;
+    const end = text.indexOf(close, body);
+    // No close after this opening means none after any later one either.
+    if (end < 0) break;
+    const call = toCall(text.slice(body, end).trim(), `${idPrefix}-${calls.length + 1}`);
+    const after = end + close.length;
+    if (call) {
+      calls.push(call);
+      kept.push(text.slice(copied, start));
+      copied = after;
+    }
+    start = text.indexOf(open, after);
   }
-  return { calls, rest: rest.trim() };
+  kept.push(text.slice(copied));
+  return { calls, rest: kept.join("").trim() };
 }
 
 function toCall(raw: string, id: string): ToolCall | null {

@@ -26,6 +26,7 @@ export function hostFacts(roots: HostRoots = REAL_HOST, platform: NodeJS.Platfor
   const model = readText(path.join(roots.proc, "device-tree/model"))?.replace(/\0/g, "").trim() ?? null;
   const cpuinfo = readText(path.join(roots.proc, "cpuinfo")) ?? "";
   const field = (name: string) =>
+    // regex-dynamic: `name` is one of our own field names; the text is /proc/cpuinfo
     new RegExp(`^${name}\\s*:\\s*(.+)$`, "mi").exec(cpuinfo)?.[1]?.trim() ?? null;
   const memTotal = /^MemTotal:\s*(\d+) kB/m.exec(readText(path.join(roots.proc, "meminfo")) ?? "")?.[1];
   const dev = existsSync(roots.dev) ? readdirSync(roots.dev) : [];

@@ -1,10 +1,18 @@
 import { SchedulerError } from "./scheduler-error.js";
 
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** A real delay is a few characters; longer text would only make the unit search slow. */
+const MAX_DELAY_CHARS = 64;
 
 /** Parses a one-shot delay (`30s`, `30m`, `2h`, `1d`, or combined like `1h30m`) into milliseconds. */
 export function parseDelay(delay: string): number {
   const text = delay.trim().toLowerCase();
+  if (text.length > MAX_DELAY_CHARS)
+    throw new SchedulerError(
+      "cron.invalid_delay",
+      `"${delay.slice(0, 40)}…" is too long for a delay (write 30s, 2h, 1d).`,
+    );
+  // regex-input-bounded: at most MAX_DELAY_CHARS, checked above
   const parts = [...text.matchAll(/(\d+)\s*([smhd])/g)];
   const consumed = parts.map((part) => part[0]).join("");
   if (parts.length === 0 || consumed.replace(/\s/g, "") !== text.replace(/\s/g, "")) {

@@ -16,7 +16,20 @@ const FORBIDDEN_OPTIONS = [
 ];
 const SHELL_METACHARACTERS = /[;&|`$<>\\\0]|\r/;
 const NEWLINE = /\n/;
-const BRANCH_NAME = /^(?!-)(?!.*\.\.)(?!.*\/\/)[A-Za-z0-9._/@+-]+(?<![./])$/;
+const BRANCH_CHARACTERS = /^[A-Za-z0-9._/@+-]+$/;
+
+/** A plain branch name: no leading `-`, no `..` or `//`, not ending in `.` or `/`. (Checked piece by piece:
+ * one regex with lookaheads for all of it was super-linear.) */
+function isBranchName(value: string): boolean {
+  return (
+    BRANCH_CHARACTERS.test(value) &&
+    !value.startsWith("-") &&
+    !value.includes("..") &&
+    !value.includes("//") &&
+    !value.endsWith(".") &&
+    !value.endsWith("/")
+  );
+}
 
 /**
  * Refuses git arguments that could smuggle options or shell syntax: anything starting with `-` where a value is
@@ -49,7 +62,7 @@ export function checkGitArgument(value: string, kind: "message" | "path" | "bran
       `The ${kind} '${value}' contains shell metacharacters (; & | \` $ < > \\ or control characters). Remove them.`,
     );
   }
-  if (kind === "branch" && !BRANCH_NAME.test(value)) {
+  if (kind === "branch" && !isBranchName(value)) {
     throw new ToolError(
       "git.invalid_branch",
       `'${value}' is not a valid branch name. Use letters, digits, '.', '_', '-' and '/'.`,

@@ -63,6 +63,7 @@ export class Redactor {
     if (!changed) return this;
     // Longest first, so a form that contains another is replaced whole.
     this.forms = [...new Set(this.forms)].sort((a, b) => b.length - a.length);
+    // regex-dynamic: an alternation of escaped literals, the secrets and their encoded forms
     this.pattern = new RegExp(this.forms.map(escapeRegExp).join("|"), "g");
     return this;
   }
@@ -158,6 +159,7 @@ export function secretsOfVariables(variables: Record<string, string | undefined>
 /** Passwords of `scheme://user:password@host` URLs inside a value (percent-decoded form too). */
 function urlPasswords(value: string): string[] {
   const passwords: string[] = [];
+  // regex-input-bounded: values of environment and .env variables, the owner's own configuration
   for (const match of value.matchAll(/[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:([^\s@/]+)@/gi)) {
     const password = match[1]!;
     passwords.push(password);

@@ -19,6 +19,7 @@ export interface ShellPolicy {
  */
 export async function checkShellPolicy(command: string, policy: ShellPolicy): Promise<void> {
   for (const pattern of policy.denyPatterns) {
+    // regex-dynamic: the owner's own tools.shell.denyPatterns (trusted config), run once on each command line
     if (new RegExp(pattern).test(command)) {
       throw new GuardRefusal(
         "shell.denied",
@@ -446,7 +447,7 @@ function staticWord(node: SyntaxNode): string | undefined {
     case "word": {
       const text = node.text;
       if (text === "[") return text;
-      if (/[\\*?[\]~$`'"]/.test(text) || /\{[^}]*(,|\.\.)[^}]*\}/.test(text)) return undefined;
+      if (/[\\*?[\]~$`'"]/.test(text) || hasBraceExpansion(text)) return undefined;
       return text;
     }
     case "number":
@@ -508,4 +509,21 @@ async function findOnPath(name: string, searchPath: string): Promise<string | un
     }
   }
   return undefined;
+}
+
+/**
+ * True when a word holds `{…,…}` or `{…..…}` (a `{`, then `,` or `..`, before the next `}`). In code: the regex
+ * `\{[^}]*(,|\.\.)[^}]*\}` is cubic on a long word of braces and commas.
+ */
+function hasBraceExpansion(word: string): boolean {
+  let open = word.indexOf("{");
+  for (let close = word.indexOf("}", open); open >= 0 && close >= 0; close = word.indexOf("}", open)) {
+    if (open < close) {
+      const inside = word.slice(open + 1, close);
+      if (inside.includes(",") || inside.includes("..")) return true;
+    }
+    // The first `{` after this `}` starts the next candidate.
+    open = word.indexOf("{", close + 1);
+  }
+  return false;
 }

@@ -26,6 +26,7 @@ export interface BackupOptions {
 
 /** `<dataDir>/backups/magpie-<UTC timestamp>.db`, the default target of `magpie backup`. */
 export function defaultBackupFile(dataDir: string, now = new Date()): string {
+  // regex-input-bounded: an ISO timestamp, 24 characters
   const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\..*$/, "").replace("T", "-");
   return path.join(dataDir, "backups", `magpie-${stamp}.db`);
 }

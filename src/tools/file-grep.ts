@@ -55,6 +55,7 @@ export const fileGrepTool = defineTool({
   async execute(input, context) {
     let regex: RegExp;
     try {
+      // regex-dynamic: the model's own search pattern, run line by line; not proven linear (see README, file_grep)
       regex = new RegExp(input.pattern, input.case_sensitive === false ? "i" : "");
     } catch (error) {
       throw new ToolError(

@@ -231,7 +231,7 @@ export class ToolRegistry implements ToolRuntime {
     try {
       // Loaded on the first broken call only: well-formed arguments never need it.
       const { jsonrepair } = await import("jsonrepair");
-      const repaired = jsonrepair(text.trim().replace(/^```(?:json)?\s*|\s*```$/g, ""));
+      const repaired = jsonrepair(withoutFence(text));
       const value: unknown = JSON.parse(repaired);
       this.options.logger.info(
         { tool, original: text.slice(0, 200), repaired: repaired.slice(0, 200) },
@@ -336,3 +336,14 @@ function approvalError(tool: string, decision: ApprovalDecision): ToolError {
 
 /** Every tool call a tool runs on behalf of another: re-exported for features that need it. */
 export type { ToolContext };
+
+/**
+ * The text without a Markdown fence around it (```json … ```), trimmed. In code: a `\s*```$` regex backtracks
+ * over every run of spaces that isn't at the end.
+ */
+function withoutFence(text: string): string {
+  let inner = text.trim();
+  if (inner.startsWith("```")) inner = inner.slice(inner.startsWith("```json") ? 7 : 3);
+  if (inner.endsWith("```")) inner = inner.slice(0, -3);
+  return inner.trim();
+}

@@ -38,6 +38,7 @@ export function formatTokens(tokens: number): string {
 export function formatUsd(usd: number): string {
   if (usd === 0 || usd >= 1) return `$${usd.toFixed(2)}`;
   if (usd >= 0.01) return `$${usd.toFixed(4)}`;
+  // regex-input-bounded: toFixed(8) of a number below 0.01, ten characters
   return `$${usd.toFixed(8).replace(/0+$/, "")}`;
 }
 

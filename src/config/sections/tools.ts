@@ -3,6 +3,7 @@ import { positiveInt } from "./common.js";
 
 function isValidRegex(pattern: string): boolean {
   try {
+    // regex-dynamic: compiled only to check its syntax, never run here
     new RegExp(pattern);
     return true;
   } catch {

@@ -78,7 +78,7 @@ function renderNode(node: AnyNode, state: RenderState): string {
       return alt ? `[image: ${alt}]` : "";
     }
     case "pre":
-      return `\n\n\`\`\`\n${textOf(element).replace(/\n+$/, "")}\n\`\`\`\n\n`;
+      return `\n\n\`\`\`\n${trimEndOf(textOf(element), "\n")}\n\`\`\`\n\n`;
     case "code":
       return `\`${textOf(element)}\``;
     case "strong":
@@ -150,9 +150,19 @@ export function htmlToReadable(html: string, baseUrl: string): ReadableDocument 
     { baseUrl, listDepth: 0 },
   )
     .split("\n")
-    .map((line) => line.replace(/[ \t]+$/g, "").replace(/^[ \t]+(?=[^-\d \t])/, ""))
+    .map((line) => trimEndOf(line, " \t").replace(/^[ \t]+(?=[^-\d \t])/, ""))
     .join("\n")
     .replace(/\n{3,}/g, "\n\n")
     .trim();
   return { title, text };
+}
+
+/**
+ * `text` without the trailing characters listed in `characters`. In code: an end-anchored regex like `/\n+$/`
+ * backtracks over every run of them that isn't at the end, quadratic in a page of blank lines.
+ */
+function trimEndOf(text: string, characters: string): string {
+  let end = text.length;
+  while (end > 0 && characters.includes(text[end - 1]!)) end--;
+  return text.slice(0, end);
 }
