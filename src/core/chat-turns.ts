@@ -182,7 +182,7 @@ export class ChatTurns {
       }
       const reply = outcome.status === "aborted" ? "" : outcome.reply;
       this.finish(inboxIds, sessionKey, target, reply, outcome.newMessages, draftId);
-      if (outcome.status !== "aborted") await engine.compact(sessionKey, agent, role);
+      if (outcome.status !== "aborted") await engine.compact(sessionKey, agent, role, { budget, origin });
     } finally {
       stopTyping();
     }

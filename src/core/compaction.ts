@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { estimateMessageTokens } from "../llm/tokens.js";
 import type { ChatMessage, ChatModel } from "../llm/types.js";
 import type { HistoryRepository, StoredMessage } from "../store/history.js";
+import type { SpendPort, SpendScope } from "./spend.js";
 
 const SUMMARY_INSTRUCTION =
   "Summarize the conversation below for your own future reference. Keep facts about the user, decisions, " +
@@ -37,6 +38,8 @@ export async function compactHistory(input: {
   budget: number;
   logger: Logger;
   signal?: AbortSignal;
+  /** The budgets and the ledger: the summary is an LLM call of the turn that made the history long. */
+  spend?: { port: SpendPort; scope: SpendScope } | null;
 }): Promise<CompactionResult | null> {
   const stored = input.history.load(input.sessionKey);
   const total = stored.reduce((sum, item) => sum + item.tokens, 0);
@@ -47,20 +50,30 @@ export async function compactHistory(input: {
   const older = stored.slice(0, cutIndex);
   const previous = input.history.summary(input.sessionKey);
   const transcript = older.map((item) => renderForSummary(item.message)).join("\n");
+  const messages: ChatMessage[] = [
+    { role: "system", content: SUMMARY_INSTRUCTION },
+    {
+      role: "user",
+      content: `${previous ? `Earlier summary:\n${previous}\n\n` : ""}Conversation:\n${transcript}`,
+    },
+  ];
+  const { spend } = input;
+  if (spend && !spend.port.beforeCall(spend.scope).allowed) {
+    // A cap is reached: the history stays long (turns send only its recent part) rather than spend past it.
+    input.logger.info({ session: input.sessionKey }, "history-compaction-skipped-budget");
+    return null;
+  }
   try {
-    const result = await input.model.complete(
-      {
-        model: input.modelName,
-        messages: [
-          { role: "system", content: SUMMARY_INSTRUCTION },
-          {
-            role: "user",
-            content: `${previous ? `Earlier summary:\n${previous}\n\n` : ""}Conversation:\n${transcript}`,
-          },
-        ],
-      },
-      { signal: input.signal },
-    );
+    const result = await input.model.complete({ model: input.modelName, messages }, { signal: input.signal });
+    spend?.port.record(spend.scope, {
+      kind: "chat",
+      model: result.answeredBy?.model ?? input.modelName,
+      ...(result.usage ?? {
+        promptTokens: messages.reduce((sum, message) => sum + estimateMessageTokens(message), 0),
+        completionTokens: estimateMessageTokens({ role: "assistant", content: result.content }),
+      }),
+      estimated: !result.usage,
+    });
     const summary = result.content?.trim();
     if (!summary) return null;
     input.history.compact(input.sessionKey, older[older.length - 1]!.id, summary);

@@ -8,9 +8,9 @@ import type { AgentProfile } from "./agents.js";
 import type { Clock } from "./clock.js";
 import { compactHistory, recentWithinBudget } from "./compaction.js";
 import type { AgentHooks } from "./hooks.js";
-import type { Role } from "./identity.js";
+import type { Role, TurnOrigin } from "./identity.js";
 import { NO_LLM_REPLY } from "./no-llm.js";
-import type { SpendPort } from "./spend.js";
+import type { BudgetScope, SpendPort } from "./spend.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import type { ToolRuntime } from "./tool-runtime.js";
 import type { TurnRequest } from "./turn-request.js";
@@ -111,10 +111,20 @@ export class TurnEngine {
     return result;
   }
 
-  /** Compacts a session's history past the budget (after a chat turn). */
-  async compact(historyKey: string, agent: AgentProfile, role: Role): Promise<void> {
+  /** Compacts a session's history past the budget (after a chat turn), spending from that turn's budgets. */
+  async compact(
+    historyKey: string,
+    agent: AgentProfile,
+    role: Role,
+    turn?: { budget: BudgetScope; origin: TurnOrigin },
+  ): Promise<void> {
     if (!this.options.model) return;
+    const port = this.options.spend?.() ?? null;
     const result = await compactHistory({
+      spend:
+        port && turn
+          ? { port, scope: { origin: turn.origin, ...turn.budget, historyKey, agent: agent.name } }
+          : null,
       history: this.options.store.history,
       sessionKey: historyKey,
       model: this.options.model,

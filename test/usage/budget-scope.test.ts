@@ -217,4 +217,31 @@ describe("budgets cover everything a message or a job run causes", () => {
     expect(third.texts()[before]).toContain("budgets.daily.tokens is 60 tokens a day");
     expect(llm.requests).toHaveLength(4);
   });
+  it("history compaction is a call of the turn that made the history long: checked and recorded under its budgets", async () => {
+    // historyTokens 10: every turn's history is long enough to be summarized after it.
+    const capped = await start({ budgets: { perTurn: { tokens: 20 } }, agent: { historyTokens: 10 } });
+    capped.llm.script(reply.text("one"), reply.text("two"));
+    capped.say("first");
+    await waitForText(capped, /^one$/, "the first reply");
+    // The session's queue runs the next turn only after the first one's compaction: it was not made.
+    capped.say("second");
+    await waitForText(capped, /^two$/, "the second reply");
+    expect(capped.llm.requests).toHaveLength(2);
+    expect(capped.llm.requests.map((body) => body.messages[0]?.content)).not.toContainEqual(
+      expect.stringContaining("Summarize the conversation"),
+    );
+    capped.llm.assertDone();
+  });
+
+  it("a compaction under the cap is in the ledger, on the turn's own row set", async () => {
+    const started = await start({ budgets: { perTurn: { tokens: 100 } }, agent: { historyTokens: 10 } });
+    started.llm.script(reply.text("one"), reply.text("A short summary."));
+    started.say("first");
+    await waitForText(started, /^one$/, "the reply");
+    await waitFor(() => ledger(started.app).length === 2, "the compaction's ledger row");
+    const rows = ledger(started.app);
+    expect(rows[0]!.turn_id).toBe(rows[1]!.turn_id);
+    expect(started.llm.requests[1]!.messages[0]!.content).toContain("Summarize the conversation");
+    started.llm.assertDone();
+  });
 });
