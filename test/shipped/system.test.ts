@@ -286,6 +286,11 @@ describe("shipped build: shell, git, skills, MCP and serial through Telegram", (
     );
     expect(status).toMatch(/every \(stdio\): ready/);
     expect(status).toMatch(/web \(http\): ready, 2 of \d+ tools offered/);
+
+    // doctor starts each server on its own, lists its tools and stops it again.
+    const doctor = await bot.cli(["doctor"]);
+    expect(doctor.stdout).toMatch(/^✓ mcp every: stdio, ready, \d+ tools$/m);
+    expect(doctor.stdout).toMatch(/^✓ mcp web: http, ready, \d+ tools$/m);
   });
 
   it.runIf(SERIAL)(
