@@ -1,8 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DISCORD_DM_CHANNEL_ID, DISCORD_USER, FakeDiscord } from "../fakes/discord.js";
 import { waitFor } from "../fakes/http-util.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
+import { FakeSlack, SLACK_TEAM } from "../fakes/slack.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { ShippedBot } from "./shipped-bot.js";
 import { toolResults } from "./tool-results.js";
@@ -15,6 +17,8 @@ import { toolResults } from "./tool-results.js";
  */
 
 const OWNER = { id: 501, first_name: "Alice" };
+const SLACK_USER = "U0ALICE";
+const SLACK_DM = "D0DM";
 const DM = { id: OWNER.id, type: "private" as const };
 
 type Keyboard = Array<Array<{ text: string; callback_data: string }>>;
@@ -383,13 +387,20 @@ describe("shipped build: delegate, spawn, questions, approvals, failover, memory
   });
 });
 
-describe("shipped build: streamed replies (the default) and a per-turn budget", () => {
+describe("shipped build: streamed replies (the default), buttons on Discord and Slack, a per-turn budget", () => {
   let telegram: FakeTelegram;
+  let discord: FakeDiscord;
+  let slack: FakeSlack;
   let llm: OpenAiFake;
   let bot: ShippedBot;
 
   beforeAll(async () => {
-    [telegram, llm] = await Promise.all([new FakeTelegram().start(), startOpenAiFake()]);
+    [telegram, discord, slack, llm] = await Promise.all([
+      new FakeTelegram().start(),
+      new FakeDiscord().start(),
+      new FakeSlack().start(),
+      startOpenAiFake(),
+    ]);
     bot = await ShippedBot.start({
       config: {
         llm: { baseUrl: llm.url, apiKey: "sk-test", model: "test-model" },
@@ -402,14 +413,118 @@ describe("shipped build: streamed replies (the default) and a per-turn budget", 
             pacing: false,
             allowFrom: [OWNER.id],
           },
+          discord: { token: discord.validToken, apiBase: discord.apiBase, allowFrom: [DISCORD_USER.id] },
+          slack: {
+            botToken: slack.botToken,
+            appToken: slack.appToken,
+            apiUrl: slack.apiUrl,
+            pacing: false,
+            allowFrom: [SLACK_USER],
+          },
         },
+        security: { approvals: { require: ["file_write"], timeoutSecs: 60 } },
       },
     });
   }, 60_000);
 
   afterAll(async () => {
     await bot?.dispose();
-    await Promise.all([telegram?.close(), llm?.close()]);
+    await Promise.all([telegram?.close(), discord?.close(), slack?.close(), llm?.close()]);
+  });
+
+  it("Discord: ask_question's buttons arrive as components and a press answers it", async () => {
+    const MESSAGES = /^\/channels\/\d+\/messages$/;
+    let answer: unknown;
+    llm.script(
+      reply.toolCalls([
+        {
+          name: "ask_question",
+          arguments: {
+            prompt: "Which backup?",
+            options: [
+              { id: "daily", label: "Daily" },
+              { id: "weekly", label: "Weekly" },
+            ],
+          },
+        },
+      ]),
+      reply.text("weekly it is", (body) => {
+        answer = JSON.parse(toolResults(body).ask_question ?? "{}");
+      }),
+    );
+    discord.sendMessage({ content: "back it up" });
+    const asked = await waitFor(
+      () =>
+        discord.callsOf("POST", MESSAGES).find((call) => String(call.body.content).includes("Which backup?")),
+      "the question",
+      20_000,
+    );
+    const rows = asked.body.components as Array<{ components: Array<{ custom_id: string; label: string }> }>;
+    const buttons = rows.flatMap((row) => row.components);
+    expect(buttons.map((button) => button.label)).toEqual(["Daily", "Weekly"]);
+    discord.pressButton(buttons[1]!.custom_id, "500000000000000999", DISCORD_DM_CHANNEL_ID);
+    await waitFor(
+      () => discord.callsOf("POST", MESSAGES).some((call) => call.body.content === "weekly it is"),
+      "the answer",
+      20_000,
+    );
+    expect(answer).toEqual({ answer: "Weekly", option_id: "weekly" });
+    llm.assertDone();
+  });
+
+  it("Slack: an approval's Approve button (block_actions) lets file_write run", async () => {
+    const posted = () => slack.callsOf("chat.postMessage").map((call) => call.body);
+    llm.script(
+      reply.toolCalls([
+        { name: "file_write", arguments: { path: "from-slack.txt", content: "approved on Slack" } },
+      ]),
+      reply.text("written on Slack"),
+    );
+    slack.sendEnvelope(
+      "events_api",
+      slack.eventCallback({
+        type: "message",
+        channel: SLACK_DM,
+        channel_type: "im",
+        user: SLACK_USER,
+        text: "write the file",
+        ts: slack.nextTs(),
+      }),
+    );
+    const prompt = await waitFor(
+      () => posted().find((body) => String(body.text).includes("Approval needed")),
+      "the approval prompt",
+      20_000,
+    );
+    expect(existsSync(path.join(bot.workspace, "from-slack.txt"))).toBe(false);
+    const blocks = (prompt.blocks as Array<{ type: string; elements?: Array<{ value: string }> }>) ?? [];
+    const approve = blocks
+      .filter((block) => block.type === "actions")
+      .flatMap((block) => block.elements ?? [])
+      .find((element) => element.value.startsWith("approve:"));
+    slack.sendEnvelope("interactive", {
+      type: "block_actions",
+      team: { id: SLACK_TEAM },
+      user: { id: SLACK_USER, name: "alice", username: "alice", team_id: SLACK_TEAM },
+      api_app_id: "A0APP",
+      token: "legacy",
+      trigger_id: "trigger",
+      container: { type: "message", message_ts: "1.0", channel_id: SLACK_DM },
+      channel: { id: SLACK_DM, name: "directmessage" },
+      message: { ts: "1700000000.000001", type: "message", text: "x" },
+      actions: [
+        {
+          type: "button",
+          action_id: "magpie-0-0",
+          block_id: "magpie-row-0",
+          value: approve!.value,
+          action_ts: "1",
+        },
+      ],
+    });
+    await waitFor(() => posted().some((body) => body.text === "written on Slack"), "the turn's end", 20_000);
+    expect(readFileSync(path.join(bot.workspace, "from-slack.txt"), "utf8")).toBe("approved on Slack");
+    llm.assertDone();
   });
 
   it("a streamed reply shows a draft, which the final answer edits into the whole text", async () => {
