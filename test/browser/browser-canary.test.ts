@@ -1,6 +1,7 @@
 import dgram from "node:dgram";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { BrowserService } from "../../src/browser/browser-service.js";
 import { SafeHttpClient } from "../../src/security/safe-http.js";
@@ -55,17 +56,18 @@ async function canaryOn(host: string): Promise<Canary> {
 }
 
 describe.runIf(hasPrograms("chromium"))("browser: every request Chromium makes passes the SSRF guard", () => {
-  // 127.0.0.1 is on the allow list (the test site); the canaries are private hosts that are not.
+  // The test site is on 127.0.0.4, the one private host on the allow list. The canaries are not: 127.0.0.1,
+  // where Magpie's own HTTP server and a local LLM listen, and 127.0.0.2.
   let canary: Canary;
-  let canary3: Canary;
+  let canary2: Canary;
   let site: http.Server;
   let siteBase: string;
   let harness: RegistryHarness;
   let service: BrowserService;
 
   beforeAll(async () => {
-    canary = await canaryOn("127.0.0.2");
-    canary3 = await canaryOn("127.0.0.3");
+    canary = await canaryOn("127.0.0.1");
+    canary2 = await canaryOn("127.0.0.2");
     site = http.createServer((request, response): void => {
       const url = new URL(request.url ?? "/", "http://site");
       const c = canary.base;
@@ -89,7 +91,7 @@ fetch("${c}/sw-top").catch(() => {});`,
       if (url.pathname === "/nav") {
         response.writeHead(200, { "content-type": "text/html" });
         return void response.end(
-          `<!doctype html><title>Nav</title><a id="go" href="${c}/clicked">go</a><a id="go3" href="${canary3.base}/clicked">go3</a>`,
+          `<!doctype html><title>Nav</title><a id="go" href="${c}/clicked">go</a><a id="go2" href="${canary2.base}/clicked">go2</a>`,
         );
       }
       if (url.pathname === "/webrtc") {
@@ -100,7 +102,7 @@ fetch("${c}/sw-top").catch(() => {});`,
 const peer = new RTCPeerConnection({ iceServers: [
   { urls: "stun:${canary.hostPort}" },
   { urls: "turn:${canary.hostPort}?transport=udp", ...${JSON.stringify(turn)} },
-  { urls: "turn:${canary3.hostPort}?transport=tcp", ...${JSON.stringify(turn)} },
+  { urls: "turn:${canary2.hostPort}?transport=tcp", ...${JSON.stringify(turn)} },
 ] });
 peer.createDataChannel("x");
 peer.createOffer().then((offer) => peer.setLocalDescription(offer));
@@ -112,9 +114,9 @@ try { new WebTransport("https://${canary.hostPort}/wt").ready.catch(() => {}); }
         response.writeHead(200, { "content-type": "text/html" });
         return void response.end(`<!doctype html><html><head><title>Everything</title>
 <link rel="icon" href="${c}/favicon.ico">
-<link rel="apple-touch-icon" href="${canary3.base}/touch.png">
-<link rel="preconnect" href="${canary3.base}">
-<link rel="dns-prefetch" href="${canary3.base}">
+<link rel="apple-touch-icon" href="${canary2.base}/touch.png">
+<link rel="preconnect" href="${canary2.base}">
+<link rel="dns-prefetch" href="${canary2.base}">
 <link rel="prefetch" href="${c}/prefetch">
 <link rel="preload" as="image" href="${c}/preload.png">
 <link rel="manifest" href="${c}/manifest.json">
@@ -137,15 +139,15 @@ if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(()
       response.writeHead(404);
       response.end();
     });
-    await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
-    siteBase = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => site.listen(0, "127.0.0.4", resolve));
+    siteBase = `http://127.0.0.4:${(site.address() as AddressInfo).port}`;
     const raw = {
       browser: { enabled: true },
-      security: { ssrf: { allowHosts: ["127.0.0.1"] }, approvals: { require: [] } },
+      security: { ssrf: { allowHosts: ["127.0.0.4"] }, approvals: { require: [] } },
     };
     service = new BrowserService({
       config: { enabled: true, idleSecs: 300, allowedDomains: [] },
-      guard: new SafeHttpClient({ allowHosts: ["127.0.0.1"] }),
+      guard: new SafeHttpClient({ allowHosts: ["127.0.0.4"] }),
       idleMs: 60_000,
     });
     harness = await createRegistryHarness([browserTool as Tool], raw, { services: { browser: service } });
@@ -153,7 +155,7 @@ if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(()
 
   beforeEach(() => {
     canary.hits.length = 0;
-    canary3.hits.length = 0;
+    canary2.hits.length = 0;
   });
 
   afterAll(async () => {
@@ -162,7 +164,7 @@ if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(()
     site?.closeAllConnections();
     site?.close();
     canary?.close();
-    canary3?.close();
+    canary2?.close();
   });
 
   it("a page full of references to a private host: favicon, prefetch, preconnect, workers, WebSocket, fetch, img, iframe, redirect", async () => {
@@ -172,14 +174,14 @@ if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(()
     expect(opened.refused.map((entry: { url: string }) => entry.url)).toEqual(
       expect.arrayContaining([`${canary.base}/fetch`, `${canary.base}/img.png`]),
     );
-    // …and the screenshot forces a paint, which is when Chromium asks for icons.
+    // A screenshot forces a paint, which is when Chromium asks for icons.
     await harness.call("browser", { action: "screenshot" });
     const redirect = JSON.parse(
       await harness.call("browser", { action: "open", url: `${siteBase}/redirect` }),
     );
     expect(redirect.error.code).toBe("ssrf.private_address");
     expect(canary.hits).toEqual([]);
-    expect(canary3.hits).toEqual([]);
+    expect(canary2.hits).toEqual([]);
   });
 
   it("refused navigations (opened directly, or clicked from a page) leave no request behind, favicons included", async () => {
@@ -191,14 +193,15 @@ if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(()
       await harness.call("browser", { action: "open", url: `${siteBase}/nav` });
       await harness.call("browser", { action: "click", selector: "#go" });
       await harness.call("browser", { action: "open", url: `${siteBase}/nav` });
-      await harness.call("browser", { action: "click", selector: "#go3" });
+      await harness.call("browser", { action: "click", selector: "#go2" });
       await harness.call("browser", { action: "screenshot" });
     }
     // Anything Chromium does after the page settles (icon fetches, retries) gets a moment to show.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(canary.hits).toEqual([]);
-    expect(canary3.hits).toEqual([]);
+    expect(canary2.hits).toEqual([]);
   });
+
   it("WebRTC's STUN and TURN (UDP and TCP), WebTransport and hyperlink pings don't reach a private host", async () => {
     await harness.call("browser", { action: "open", url: `${siteBase}/webrtc` });
     // ICE gathering gives up on unreachable servers within seconds; wait for it (or for the bound) either way.
@@ -214,6 +217,22 @@ if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(()
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     await harness.call("browser", { action: "open", url: `${siteBase}/nav` });
     expect(canary.hits).toEqual([]);
-    expect(canary3.hits).toEqual([]);
+    expect(canary2.hits).toEqual([]);
+  });
+
+  it("requests outside every session's context (Chromium's own) go through a guarded proxy too", async () => {
+    await harness.call("browser", { action: "open", url: `${siteBase}/nav` });
+    // A context made without the session's proxy stands for whatever Chromium fetches outside the sessions.
+    const browser = await (service as unknown as { browser: Promise<Browser> }).browser;
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${canary.base}/outside-session`, { timeout: 10_000 }).catch(() => undefined);
+      await page.goto(`${canary2.base}/outside-session`, { timeout: 10_000 }).catch(() => undefined);
+    } finally {
+      await context.close();
+    }
+    expect(canary.hits).toEqual([]);
+    expect(canary2.hits).toEqual([]);
   });
 });
