@@ -169,6 +169,8 @@ describe("shipped build: delegate, spawn, questions, approvals, failover, memory
     expect(dmTexts(telegram)).toContain(`Background task ${taskId} (counter) finished: There are 3 files.`);
     expect(followUp).toContain("Background task result — counter");
     expect(followUp).toContain("There are 3 files.");
+    const tasks = await ask(telegram, "/tasks", /^Background tasks:/);
+    expect(tasks).toMatch(new RegExp(`${taskId} \\(counter\\) — done after \\d+s: There are 3 files\\.`));
     primary.assertDone();
   });
 
@@ -311,6 +313,8 @@ describe("shipped build: delegate, spawn, questions, approvals, failover, memory
       ]),
     );
     primary.assertDone();
+
+    expect(await ask(telegram, "/memory flat whites")).toContain("owner.coffee");
 
     // `magpie memory search` on the same database: its own process embeds the query at the same endpoint.
     const cliBefore = primary.embeddingRequests.length;
