@@ -213,6 +213,7 @@ export class MagpieApp {
         llm: { baseUrl: config.llm.baseUrl, timeoutMs: config.llm.timeoutMs },
         streaming: config.agent.streaming,
         guestToolSet: config.security.guestToolSet,
+        inboundLimit: { maxChars: config.agent.maxInboundChars, workspace: config.workspace },
         textToolCalls: config.llm.textToolCalls,
         vision: config.llm.vision,
       },

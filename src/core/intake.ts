@@ -6,6 +6,7 @@ import type { Clock } from "./clock.js";
 import { type CommandRegistry, parseCommand } from "./commands.js";
 import { errorMessage } from "./errors.js";
 import type { AuthorityPort, SenderIdentity } from "./identity.js";
+import { cutLongInbound } from "./inbound-size.js";
 import { replyTargetOf, sessionKeyOf } from "./session-key.js";
 import type {
   AcceptResult,
@@ -42,6 +43,8 @@ export interface IntakeOptions {
   send(target: ReplyTarget, message: OutboundMessage, origin: OutboxOrigin, inboxId?: number): number;
   /** Starts delivery of what was just written to the outbox. */
   wakeOutbox(): void;
+  /** `agent.maxInboundChars` and the workspace the rest of a longer text goes to (no cut when unset). */
+  inboundLimit?: { maxChars: number; workspace: string };
 }
 
 /**
@@ -64,7 +67,9 @@ export class Intake implements InboundSink {
       return { status: "denied", reason: decision.reason };
     }
     // A note is Magpie's own; nobody can send one in through a channel.
-    const { note: _note, ...message } = inbound;
+    const { note: _note, ...whole } = inbound;
+    const limit = this.options.inboundLimit;
+    const message = limit ? cutLongInbound(whole, limit.maxChars, limit.workspace) : whole;
     const sessionKey = sessionKeyOf(message);
     const command = parseCommand(message.text);
     const inboxId = store.inbox.insert(message, sessionKey, command ? "processing" : "pending");

@@ -65,6 +65,8 @@ export interface RouterOptions {
     textToolCalls?: boolean;
     /** `llm.vision`. */
     vision?: "auto" | boolean;
+    /** `agent.maxInboundChars` and the workspace that keeps the rest of a longer text. */
+    inboundLimit?: { maxChars: number; workspace: string };
   };
 }
 
@@ -161,6 +163,7 @@ export class Router implements InboundSink {
       enqueue: (sessionKey, inboxId) => this.queues.enqueue(sessionKey, inboxId),
       send: (target, message, origin, inboxId) => this.send(target, message, origin, inboxId),
       wakeOutbox: () => options.outbox.wake(),
+      ...(settings.inboundLimit ? { inboundLimit: settings.inboundLimit } : {}),
     });
   }
 

@@ -31,6 +31,8 @@ export const agentLimitsSchema = z
   .strictObject({
     maxIterations: positiveInt.default(20),
     maxConcurrentTurns: positiveInt.default(4),
+    /** An inbound text over this many characters is cut; the rest goes to a workspace file the model is told about. */
+    maxInboundChars: positiveInt.default(100_000),
     /** History beyond this many (estimated) tokens is compacted by summarization. */
     historyTokens: positiveInt.default(12_000),
     /** Extra text appended to every agent's system prompt. */
