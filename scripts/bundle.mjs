@@ -4,7 +4,7 @@
  * hundreds of modules (measured in `npm run bench -- startup`). `tsc` still type-checks and builds dist/src for
  * the tests; this file only packages what it built from the same sources.
  */
-import { rmSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
 /**
@@ -31,11 +31,12 @@ const external = [
 ];
 
 // Chunk names carry content hashes: a stale chunk of an earlier build would only take space.
-rmSync("dist/bundle", { recursive: true, force: true });
+// Built beside the old bundle and swapped in at the end, so a process starting meanwhile never finds main.js missing.
+rmSync("dist/bundle.next", { recursive: true, force: true });
 
 const result = await build({
   entryPoints: { main: "src/cli/main.ts" },
-  outdir: "dist/bundle",
+  outdir: "dist/bundle.next",
   bundle: true,
   splitting: true,
   format: "esm",
@@ -79,4 +80,6 @@ if (commonJsChunks.length > 0) {
 }
 
 // Which sources went into which chunk: scripts/check-chunk-coverage.mjs names an unloaded chunk by them.
-writeFileSync("dist/bundle/meta.json", JSON.stringify(result.metafile));
+writeFileSync("dist/bundle.next/meta.json", JSON.stringify(result.metafile).replaceAll("dist/bundle.next/", "dist/bundle/"));
+rmSync("dist/bundle", { recursive: true, force: true });
+renameSync("dist/bundle.next", "dist/bundle");
