@@ -80,6 +80,9 @@ if (commonJsChunks.length > 0) {
 }
 
 // Which sources went into which chunk: scripts/check-chunk-coverage.mjs names an unloaded chunk by them.
-writeFileSync("dist/bundle.next/meta.json", JSON.stringify(result.metafile).replaceAll("dist/bundle.next/", "dist/bundle/"));
+writeFileSync(
+  "dist/bundle.next/meta.json",
+  JSON.stringify(result.metafile).replaceAll("dist/bundle.next/", "dist/bundle/"),
+);
 rmSync("dist/bundle", { recursive: true, force: true });
 renameSync("dist/bundle.next", "dist/bundle");
