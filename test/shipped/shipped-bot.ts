@@ -67,7 +67,7 @@ export class ShippedBot {
     try {
       await bot.launch(timeoutMs);
     } catch (error) {
-      await bot.stop();
+      await bot.dispose();
       throw error;
     }
     return bot;
