@@ -15,12 +15,12 @@ import { Delegation } from "../core/delegation.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { MessageInterceptor } from "../core/intake.js";
-import type { MediaPort } from "../core/media.js";
+import type { MediaContext, MediaPort } from "../core/media.js";
 import type { Messenger } from "../core/messenger.js";
 import { modelCommand } from "../core/model-command.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
 import { Router } from "../core/router.js";
-import type { SpendPort } from "../core/spend.js";
+import type { SpendPort, SpendScope } from "../core/spend.js";
 import { Subagents } from "../core/subagents.js";
 import { clockLine } from "../core/system-prompt.js";
 import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
@@ -152,11 +152,9 @@ export class MagpieApp {
           transcribe: createTranscriber(config),
           transcriptionModel: config.llm.transcriptionModel,
           logger: this.logger,
-          onUsage: (usage, { sessionKey, agent }) =>
-            this.spend?.record(
-              { origin: "user", sessionKey, historyKey: sessionKey, turnId: `media:${Date.now()}`, agent },
-              usage,
-            ),
+          // A transcription is a call of the turn it is for, under that turn's budgets.
+          beforeCall: (context) => this.spend?.beforeCall(mediaScope(context)) ?? { allowed: true },
+          onUsage: (usage, context) => this.spend?.record(mediaScope(context), usage),
         })
       : null;
 
@@ -486,4 +484,15 @@ export class MagpieApp {
       this.outbox.on("delivery-failed", onFailed);
     });
   }
+}
+
+/** What a transcription is spent on: the turn it is for (or, outside one, a turn of its own). */
+function mediaScope({ sessionKey, agent, budget }: MediaContext): SpendScope {
+  return {
+    origin: "user",
+    sessionKey: budget?.sessionKey ?? sessionKey,
+    historyKey: sessionKey,
+    turnId: budget?.turnId ?? `media:${Date.now()}`,
+    agent,
+  };
 }

@@ -5,7 +5,7 @@ import type { Store } from "../store/index.js";
 import type { AgentDirectory } from "./agents.js";
 import type { Clock } from "./clock.js";
 import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
-import type { MediaPort, PreparedMedia } from "./media.js";
+import type { MediaContext, MediaPort, PreparedMedia } from "./media.js";
 import { sessionModel } from "./model-command.js";
 import { NO_LLM_REPLY } from "./no-llm.js";
 import type { OutboxWorker } from "./outbox-worker.js";
@@ -145,9 +145,7 @@ export class ChatTurns {
       const media = await this.prepareMedia(
         items.map((item) => item.message),
         adapter,
-        sessionKey,
-        agent.name,
-        signal,
+        { sessionKey, agent: agent.name, signal, budget },
       );
       const text = [items.map((item) => describeInbound(item.message)).join("\n\n"), ...media.notes]
         .filter(Boolean)
@@ -192,17 +190,15 @@ export class ChatTurns {
   private async prepareMedia(
     messages: InboundMessage[],
     adapter: ChannelAdapter | undefined,
-    sessionKey: string,
-    agent: string,
-    signal: AbortSignal,
+    context: MediaContext,
   ): Promise<PreparedMedia> {
     const media = this.options.media();
     if (!media || messages.every((message) => message.attachments.length === 0))
       return { images: [], notes: [] };
     try {
-      return await media.prepare(messages, adapter, { sessionKey, agent, signal });
+      return await media.prepare(messages, adapter, context);
     } catch (error) {
-      this.options.logger.warn({ err: error, session: sessionKey }, "media-prepare-failed");
+      this.options.logger.warn({ err: error, session: context.sessionKey }, "media-prepare-failed");
       return {
         images: [],
         notes: ["[The attachments could not be prepared for the model; only their description is here.]"],

@@ -1,3 +1,4 @@
+import type { BudgetScope } from "./spend.js";
 import type { ChannelAdapter, InboundMessage } from "./types.js";
 
 /** An image for the model, as an OpenAI-compatible content part (a data URL). */
@@ -12,6 +13,14 @@ export interface PreparedMedia {
   notes: string[];
 }
 
+/** Whose turn the media is prepared for: a transcription is one of that turn's LLM calls, under its budgets. */
+export interface MediaContext {
+  sessionKey: string;
+  agent: string;
+  signal: AbortSignal;
+  budget?: BudgetScope;
+}
+
 /**
  * Media in (DESIGN.md → Agent core): photos as image parts for a vision model, voice notes and audio files as
  * transcripts. Implemented outside the core (src/media); the chat turns ask it before a turn runs.
@@ -20,6 +29,6 @@ export interface MediaPort {
   prepare(
     messages: InboundMessage[],
     adapter: ChannelAdapter | undefined,
-    context: { sessionKey: string; agent: string; signal: AbortSignal },
+    context: MediaContext,
   ): Promise<PreparedMedia>;
 }

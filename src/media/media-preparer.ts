@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { ImagePart, MediaPort, PreparedMedia } from "../core/media.js";
+import type { ImagePart, MediaContext, MediaPort, PreparedMedia } from "../core/media.js";
 import type { LlmUsage } from "../core/spend.js";
 import type { Attachment, ChannelAdapter, InboundMessage } from "../core/types.js";
 import { estimateTokens } from "../llm/tokens.js";
@@ -18,7 +18,9 @@ export interface MediaPreparerOptions {
   transcriptionModel?: string;
   logger: Logger;
   /** Records a transcription in the usage ledger. */
-  onUsage?: (usage: LlmUsage, context: { sessionKey: string; agent: string }) => void;
+  onUsage?: (usage: LlmUsage, context: MediaContext) => void;
+  /** Asked before each transcription: a refusal (a budget is reached) says why, and nothing is sent. */
+  beforeCall?: (context: MediaContext) => { allowed: true } | { allowed: false; message: string };
 }
 
 const isImage = (attachment: Attachment) =>
@@ -41,7 +43,7 @@ export class MediaPreparer implements MediaPort {
   async prepare(
     messages: InboundMessage[],
     adapter: ChannelAdapter | undefined,
-    context: { sessionKey: string; agent: string; signal: AbortSignal },
+    context: MediaContext,
   ): Promise<PreparedMedia> {
     const images: ImagePart[] = [];
     const notes: string[] = [];
@@ -66,6 +68,11 @@ export class MediaPreparer implements MediaPort {
           image_url: { url: `data:${mime};base64,${bytes.toString("base64")}` },
         });
       } else if (isAudio(attachment) && this.options.transcribe) {
+        const decision = this.options.beforeCall?.(context);
+        if (decision && !decision.allowed) {
+          notes.push(`[${label} was not transcribed: ${decision.message}]`);
+          continue;
+        }
         const bytes = await this.download(adapter, attachment, MAX_AUDIO_BYTES, label, notes);
         if (!bytes) continue;
         try {

@@ -244,4 +244,65 @@ describe("budgets cover everything a message or a job run causes", () => {
     expect(started.llm.requests[1]!.messages[0]!.content).toContain("Summarize the conversation");
     started.llm.assertDone();
   });
+  it("a voice note's transcription is a call of the message's turn: counted in perTurn, refused at a cap", async () => {
+    const started = await start({
+      llm: { transcriptionModel: "whisper-test" },
+      budgets: { perTurn: { tokens: 20 } },
+    });
+    const { llm, telegram } = started;
+    const audio = Buffer.from("OggS fake opus bytes");
+    telegram.files.set("VOICE1", { path: "voice/v1.oga", content: audio });
+    // 120 characters: an estimated 30 tokens, past the message's cap of 20 before the model is asked.
+    llm.transcript = "x".repeat(120);
+    const voice = (fileId: string) =>
+      telegram.pushMessage({
+        chat: DM,
+        from: OWNER,
+        extra: {
+          voice: {
+            file_id: fileId,
+            file_unique_id: fileId,
+            duration: 2,
+            mime_type: "audio/ogg",
+            file_size: 20,
+          },
+        },
+      });
+    voice("VOICE1");
+    const refused = await waitForText(started, /Budget reached/, "the budget message");
+    expect(refused).toContain("budgets.perTurn.tokens is 20 tokens per turn");
+    expect(refused).toContain("30 tokens have been used in this turn");
+    expect(llm.transcriptionRequests).toHaveLength(1);
+    expect(llm.requests).toHaveLength(0);
+    const [row] = ledger(started.app);
+    expect(row!.turn_id).toMatch(/^inbox:\d+$/);
+  });
+
+  it("a voice note sent past a daily cap is not transcribed", async () => {
+    const started = await start({
+      llm: { transcriptionModel: "whisper-test" },
+      budgets: { daily: { tokens: 20 } },
+    });
+    const { llm, telegram } = started;
+    llm.script(reply.text("first answer"));
+    started.say("hello");
+    await waitForText(started, /^first answer$/, "the first answer");
+    telegram.files.set("VOICE2", { path: "voice/v2.oga", content: Buffer.from("OggS more bytes") });
+    telegram.pushMessage({
+      chat: DM,
+      from: OWNER,
+      extra: {
+        voice: {
+          file_id: "VOICE2",
+          file_unique_id: "v2",
+          duration: 2,
+          mime_type: "audio/ogg",
+          file_size: 15,
+        },
+      },
+    });
+    await waitForText(started, /budgets\.daily\.tokens/, "the budget message");
+    expect(llm.transcriptionRequests).toHaveLength(0);
+    expect(llm.requests).toHaveLength(1);
+  });
 });
