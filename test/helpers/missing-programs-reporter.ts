@@ -71,7 +71,7 @@ export function summarize(
       if (testCase.result().state === "skipped") skipped += 1;
     }
   }
-  const packages = programs.map((program) => PACKAGE_OF[program] ?? program).join(" ");
+  const packages = [...new Set(programs.map((program) => PACKAGE_OF[program] ?? program))].join(" ");
   const tests = skipped === 1 ? "1 test" : `${skipped} tests`;
   return (
     `${tests} skipped: ${programs.join(", ")} not installed — ` +

@@ -13,9 +13,11 @@ export const MISSING_PROGRAMS_FILE = "missing.jsonl";
 export const PACKAGE_OF: Readonly<Record<string, string>> = {
   bwrap: "bubblewrap",
   chromium: "chromium",
+  python3: "python3",
   setpriv: "util-linux",
   socat: "socat",
   "systemd-analyze": "systemd",
+  "systemd-notify": "systemd",
 };
 
 /** One line of MISSING_PROGRAMS_FILE. */
@@ -40,7 +42,7 @@ export function hasPrograms(...programs: string[]): boolean {
   if (process.env.CI === "true") {
     throw new Error(
       `${missing.join(", ")} not installed, and CI=true runs every test: run .ci/setup ` +
-        `(or: sudo apt install ${missing.map((program) => PACKAGE_OF[program] ?? program).join(" ")}).`,
+        `(or: sudo apt install ${[...new Set(missing.map((program) => PACKAGE_OF[program] ?? program))].join(" ")}).`,
     );
   }
   recordMissing(missing);
