@@ -1,4 +1,4 @@
-import { accessSync, constants, constants as fsConstants, type Stats, statSync } from "node:fs";
+import { accessSync, constants, constants as fsConstants, realpathSync, type Stats, statSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -117,9 +117,14 @@ export class SkillCatalog {
     for (const dir of this.options.dirs) {
       const root = await this.openRoot(dir, scope, level, listing);
       if (!root) continue;
-      for (const entry of root.entries) {
-        const parsed = await this.read(root, entry, scope, level, listing);
+      // Judged side by side (each is a few stat and realpath calls), then taken in order.
+      const results = await Promise.all(root.entries.map((entry) => this.read(root, entry, scope, level)));
+      for (const parsed of results) {
         if (!parsed) continue;
+        if ("rule" in parsed) {
+          this.refuse(parsed, listing);
+          continue;
+        }
         if (!("name" in parsed)) {
           listing.problems.push(parsed);
           continue;
@@ -183,26 +188,39 @@ export class SkillCatalog {
     entry: string,
     scope: PathScope,
     level: SecurityLevel,
-    listing: SkillListing,
-  ): Promise<Skill | SkillProblem | null> {
+  ): Promise<Skill | SkillProblem | SkillRefusal | null> {
     const file = path.join(root.dir, entry, "SKILL.md");
-    const resolved = await resolveToolPath(file, scope).catch(() => null);
-    if (!resolved?.exists || resolved.isDirectory) {
+    // realpath and stat only look (neither opens the file): Magpie's state is judged before anything is opened.
+    let real: string;
+    let stat: Stats;
+    try {
+      real = realpathSync.native(file);
+      stat = statSync(real);
+    } catch {
       this.cache.delete(file);
       return null;
     }
-    // Only regular files are read (a FIFO would block, a device would never end): stat, not open, tells.
-    const stat = await fs.stat(resolved.real).catch(() => null);
-    if (!stat?.isFile()) return null;
-    const contained = !resolved.hardLinked && isWithin(resolved.real, root.real);
-    const findings = judgePath(resolved, "read", level, scope).filter(
-      (finding) => !contained || RULES_INSIDE.has(finding.rule.id),
-    );
-    const refusal = this.refusal(findings, entry, file, resolved.real, resolved.hardLinked);
+    // Only regular files are read (a FIFO would block, a device would never end).
+    if (!stat.isFile()) return null;
+    const hardLinked = stat.nlink > 1;
+    let findings: GuardFinding[];
+    if (!hardLinked && isWithin(real, root.real)) {
+      // Inside its skills directory (the common case, checked without the full resolution): only the rules
+      // that hold anywhere apply.
+      const inside = { requested: file, lexical: file, real, exists: true, isDirectory: false, hardLinked };
+      findings = judgePath({ ...inside, insideWorkspace: true }, "read", level, scope).filter((finding) =>
+        RULES_INSIDE.has(finding.rule.id),
+      );
+    } else {
+      // Led outside, or another name of a file that may live anywhere: judged as any file read.
+      const resolved = await resolveToolPath(file, scope).catch(() => null);
+      if (resolved?.real !== real) return null;
+      findings = judgePath(resolved, "read", level, scope);
+    }
+    const refusal = this.refusal(findings, entry, file, real, hardLinked);
     if (refusal) {
       this.cache.delete(file);
-      this.refuse(refusal, listing);
-      return null;
+      return refusal;
     }
     const cached = this.cache.get(file);
     if (
@@ -213,7 +231,7 @@ export class SkillCatalog {
       cached.size === stat.size
     )
       return cached.parsed;
-    const text = await readJudged(resolved.real, stat);
+    const text = await readJudged(real, stat);
     if (text === null) return null;
     const parsed = parseSkill(file, text);
     this.cache.set(file, { dev: stat.dev, ino: stat.ino, mtimeMs: stat.mtimeMs, size: stat.size, parsed });
