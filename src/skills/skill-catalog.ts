@@ -109,6 +109,7 @@ export class SkillCatalog {
     return this.options.dirs;
   }
 
+  /** Every skill, sorted into available, hidden, broken and refused; files that changed are judged and read again. */
   async list(): Promise<SkillListing> {
     const listing: SkillListing = { available: [], hidden: [], problems: [], refused: [] };
     const seen = new Set<string>();
