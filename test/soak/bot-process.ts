@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import path from "node:path";
 import { MAGPIE_NODE_ARGS } from "../helpers/cli-path.js";
 
 /**
