@@ -3,6 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { WebSocketServer } from "ws";
 import { BrowserService } from "../../src/browser/browser-service.js";
 import { SafeHttpClient } from "../../src/security/safe-http.js";
 import { browserTool } from "../../src/tools/browser.js";
@@ -88,6 +89,14 @@ fetch("${c}/sw-top").catch(() => {});`,
           `fetch("${c}/worker").catch(() => {}); new WebSocket("${canary.wsBase}/worker-ws");`,
         );
       }
+      if (url.pathname === "/socket") {
+        response.writeHead(200, { "content-type": "text/html" });
+        return void response.end(`<!doctype html><title>connecting</title><script>
+const socket = new WebSocket("ws://" + location.host + "/ws");
+socket.onopen = () => socket.send("hi");
+socket.onmessage = (event) => { document.title = event.data; };
+</script>`);
+      }
       if (url.pathname === "/nav") {
         response.writeHead(200, { "content-type": "text/html" });
         return void response.end(
@@ -139,6 +148,9 @@ if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(()
       response.writeHead(404);
       response.end();
     });
+    // The allowed site's own WebSocket echoes: what the guard lets through must still work.
+    const sockets = new WebSocketServer({ server: site });
+    sockets.on("connection", (socket) => socket.on("message", (data) => socket.send(`echo ${data}`)));
     await new Promise<void>((resolve) => site.listen(0, "127.0.0.4", resolve));
     siteBase = `http://127.0.0.4:${(site.address() as AddressInfo).port}`;
     const raw = {
@@ -182,6 +194,16 @@ if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(()
     expect(redirect.error.code).toBe("ssrf.private_address");
     expect(canary.hits).toEqual([]);
     expect(canary2.hits).toEqual([]);
+  });
+
+  it("a WebSocket to the allowed host still works through the proxy", async () => {
+    await harness.call("browser", { action: "open", url: `${siteBase}/socket` });
+    await expect
+      .poll(async () => JSON.parse(await harness.call("browser", { action: "scroll" })).title, {
+        timeout: 10_000,
+        interval: 200,
+      })
+      .toBe("echo hi");
   });
 
   it("refused navigations (opened directly, or clicked from a page) leave no request behind, favicons included", async () => {
