@@ -1,4 +1,4 @@
-import { accessSync, constants, constants as fsConstants, realpathSync, type Stats, statSync } from "node:fs";
+import { accessSync, constants, realpathSync, type Stats, statSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -287,7 +287,7 @@ export class SkillCatalog {
 async function readJudged(real: string, judged: Stats): Promise<string | null> {
   let handle: fs.FileHandle;
   try {
-    handle = await fs.open(real, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    handle = await fs.open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
     return null;
   }
