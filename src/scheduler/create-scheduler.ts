@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.js";
+import type { EventPublisher } from "../core/events.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
 import type { Notifier } from "../notify/pushover.js";
@@ -25,6 +26,8 @@ export function createScheduler(options: {
   maxMessageLength?: (channel: string) => number | undefined;
   /** Who may be posted to (read at each check, so the access feature may install it later). */
   authority: () => AuthorityPort;
+  /** Where each due slot's outcome is published. */
+  events?: EventPublisher;
 }): Scheduler {
   const jobs = new JobStore(options.db);
   const delivery = new RunDelivery({
@@ -44,5 +47,6 @@ export function createScheduler(options: {
     logger: options.logger,
     settings: options.settings,
     authority: options.authority,
+    ...(options.events ? { events: options.events } : {}),
   });
 }

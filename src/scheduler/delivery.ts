@@ -26,7 +26,8 @@ const SETTLE_WAIT_MS = 2 * 60_000;
 
 function wanted(mode: Job["deliver"]["mode"], status: RunOutcome["status"]): boolean {
   if (mode === "none") return false;
-  if (mode === "on_error") return status === "error" || status === "timeout";
+  // A missed run is an error to its creator: the work they scheduled did not happen.
+  if (mode === "on_error") return status === "error" || status === "timeout" || status === "missed";
   if (mode === "on_success") return status === "ok";
   return true;
 }

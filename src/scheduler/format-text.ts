@@ -1,4 +1,4 @@
-import type { JobRun } from "./job.js";
+import { cronOutcomeOf, type JobRun } from "./job.js";
 import { formatDuration } from "./report.js";
 import type { JobView } from "./scheduler.js";
 
@@ -25,7 +25,12 @@ export function formatRuns(jobId: number, runs: JobRun[]): string {
       const tag =
         run.trigger === "schedule" ? "" : ` (${run.trigger === "catch_up" ? "caught up" : "manual"})`;
       const excerpt = (run.output ?? "").split("\n")[0]?.slice(0, 80) ?? "";
-      return `run ${run.id} ${when} ${run.status}${took}${tag} — delivery ${run.deliveryState}${excerpt ? ` — ${excerpt}` : ""}`;
+      // The outcome (ran, failed, missed, skipped); a timeout says so.
+      const status =
+        run.status === "running"
+          ? "running"
+          : `${cronOutcomeOf(run.status)}${run.status === "timeout" ? " (timeout)" : ""}`;
+      return `run ${run.id} ${when} ${status}${took}${tag} — delivery ${run.deliveryState}${excerpt ? ` — ${excerpt}` : ""}`;
     })
     .join("\n");
 }

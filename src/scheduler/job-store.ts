@@ -91,7 +91,7 @@ const toRun = (row: RunRow): JobRun => ({
 
 export type NewJob = Omit<Job, "id" | "lastRunAt" | "runRequestedAt" | "completedAt">;
 
-/** SQLite persistence for jobs and runs (tables from migration 004, creators from 006). */
+/** SQLite persistence for jobs and runs (tables from migration 004, creators from 006, `missed` from 017). */
 export class JobStore {
   constructor(private readonly db: Db) {}
 
@@ -236,20 +236,21 @@ export class JobStore {
     return Number(result.lastInsertRowid);
   }
 
-  /** Records a run that did not execute (overlap, missed while down with catchUp off). */
+  /** Records a run that did not execute: `skipped` (overlap, a broken job paused) or `missed` (a slot passed). */
   recordSkipped(
     jobId: number,
     trigger: RunTrigger,
     scheduledAt: number | null,
     at: number,
     reason: string,
+    status: "skipped" | "missed" = "skipped",
   ): number {
     const result = this.db
       .prepare(
         `INSERT INTO cron_runs (job_id, scheduled_at, started_at, finished_at, duration_ms, status, trigger, output)
-         VALUES (?, ?, ?, ?, 0, 'skipped', ?, ?)`,
+         VALUES (?, ?, ?, ?, 0, ?, ?, ?)`,
       )
-      .run(jobId, scheduledAt, at, at, trigger, reason);
+      .run(jobId, scheduledAt, at, at, status, trigger, reason);
     return Number(result.lastInsertRowid);
   }
 

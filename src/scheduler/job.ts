@@ -3,7 +3,20 @@ import type { ReplyTarget } from "../core/types.js";
 
 export type JobKind = "shell" | "agent" | "message";
 export type DeliveryMode = "always" | "on_error" | "on_success" | "none";
-export type RunStatus = "running" | "ok" | "error" | "timeout" | "skipped";
+/**
+ * How a run is stored: `ok`, `error`, `timeout` (it ran), `skipped` (the previous run of the job was still going)
+ * or `missed` (its slot passed while Magpie was down or held up, and no run was made for it).
+ */
+export type RunStatus = "running" | "ok" | "error" | "timeout" | "skipped" | "missed";
+/** What became of a due slot, as users and events see it (DESIGN.md → Scheduler). */
+export type CronOutcome = "ran" | "failed" | "missed" | "skipped";
+
+/** A stored run status as its outcome (`running` counts as ran: it started). */
+export function cronOutcomeOf(status: RunStatus): CronOutcome {
+  if (status === "error" || status === "timeout") return "failed";
+  if (status === "missed" || status === "skipped") return status;
+  return "ran";
+}
 export type RunTrigger = "schedule" | "manual" | "catch_up";
 
 /** Where a job's report goes. */

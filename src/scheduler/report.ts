@@ -14,6 +14,7 @@ const STATUS_LABEL: Record<RunStatus, string> = {
   error: "❌ failed",
   timeout: "⏱️ timed out",
   skipped: "⏭️ skipped",
+  missed: "⚠️ missed",
   running: "running",
 };
 
@@ -21,7 +22,9 @@ const STATUS_LABEL: Record<RunStatus, string> = {
 export function formatChatReport(job: Job, outcome: RunOutcome, maxLength: number): string {
   // A reminder (message job) arrives as itself; everything else gets a header saying which job ran.
   if (job.kind === "message" && outcome.status === "ok") return trimHead(outcome.output, maxLength);
-  const header = `**⏰ ${job.name}** (#${job.id}) — ${STATUS_LABEL[outcome.status]} in ${formatDuration(outcome.durationMs)}${caughtUpNote(outcome, job.timezone)}`;
+  // A missed slot never ran: no duration, and its output says which slots and why.
+  const took = outcome.status === "missed" ? "" : ` in ${formatDuration(outcome.durationMs)}`;
+  const header = `**⏰ ${job.name}** (#${job.id}) — ${STATUS_LABEL[outcome.status]}${took}${caughtUpNote(outcome, job.timezone)}`;
   const room = Math.max(100, maxLength - header.length - 20);
   if (!outcome.output.trim()) return header;
   if (job.kind === "shell") return `${header}\n\`\`\`\n${trimTail(outcome.output, room - 8)}\n\`\`\``;
@@ -63,7 +66,8 @@ export function shellOutputText(result: string): { ok: boolean; text: string } {
 }
 
 function caughtUpNote(outcome: RunOutcome, timeZone: string): string {
-  if (outcome.trigger !== "catch_up" || outcome.scheduledAt === null) return "";
+  if (outcome.trigger !== "catch_up" || outcome.scheduledAt === null || outcome.status === "missed")
+    return "";
   const due = new Date(outcome.scheduledAt).toLocaleString("en-GB", {
     timeZone,
     dateStyle: "short",

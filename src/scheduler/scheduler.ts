@@ -1,11 +1,19 @@
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.js";
 import { errorMessage } from "../core/errors.js";
+import { type EventPublisher, NO_EVENTS } from "../core/events.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
 import { type SyncCounts, syncConfigJobs } from "./config-sync.js";
 import type { RunDelivery } from "./delivery.js";
-import type { Job, JobCreator, JobRun, JobSpec, RunTrigger } from "./job.js";
+import {
+  cronOutcomeOf,
+  type Job,
+  type JobCreator,
+  type JobRun,
+  type JobSpec,
+  type RunTrigger,
+} from "./job.js";
 import { assertMayCreate } from "./job-authority.js";
 import type { JobExecutor } from "./job-executor.js";
 import { nextRunOf, planJob } from "./job-plan.js";
@@ -32,6 +40,8 @@ export interface SchedulerDeps {
   settings: SchedulerSettings;
   /** Who may do what: delivery targets are checked against it at creation (and by `RunDelivery` at delivery). */
   authority: () => AuthorityPort;
+  /** Where each due slot's outcome is published (`magpieEvents.cronRun`). */
+  events?: EventPublisher;
 }
 
 export type { JobView };
@@ -57,6 +67,8 @@ export type JobPatch = Partial<
 const OUTPUT_EXCERPT_CHARS = 2000;
 /** A due time this far behind "now" at startup counts as missed during downtime. */
 const MISSED_GRACE_MS = 1000;
+/** Missed slots counted one by one up to this many (a per-second job down for a week is "1000 or more"). */
+const MISSED_COUNT_CAP = 1000;
 
 /**
  * Fires jobs from the database: `next_run_at` is the single source of truth, one timer wakes at the
@@ -68,12 +80,18 @@ export class Scheduler {
   private readonly running = new Map<number, Promise<JobRun>>();
   private readonly controllers = new Set<AbortController>();
   private readonly pollMs: number;
+  private readonly events: EventPublisher;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.pollMs = deps.settings.pollMs ?? 15_000;
+    this.events = deps.events ?? NO_EVENTS;
   }
 
-  /** Recovers interrupted runs, catches up missed ones once, then starts firing. */
+  /**
+   * Recovers interrupted runs, then deals with slots that passed while Magpie was down: with `catchUp` a job runs
+   * once for them (the first one) and the rest are recorded as one `missed` run (told in the catch-up report);
+   * without it they are all one `missed` run, reported as `deliver.mode` says. Then starts firing.
+   */
   start(): void {
     if (this.started) return;
     this.started = true;
@@ -90,16 +108,23 @@ export class Scheduler {
     for (const job of jobs.list()) {
       if (!job.enabled || job.nextRunAt === null || job.nextRunAt >= now - MISSED_GRACE_MS) continue;
       const missedAt = job.nextRunAt;
+      const slots = this.slotsUpTo(job, missedAt, now);
       this.advance(job, now);
-      if (settings.catchUp) void this.launch(job, "catch_up", missedAt);
-      else {
-        jobs.recordSkipped(
-          job.id,
-          "catch_up",
-          missedAt,
-          now,
-          "missed while Magpie was down (cron.catchUp is off)",
-        );
+      if (settings.catchUp) {
+        if (slots.count > 1) {
+          const rest = `${slots.count - 1}${slots.capped ? " or more" : ""}`;
+          this.recordMissed(job, "catch_up", slots.second, now, {
+            reason: `${rest} more slot(s) passed while Magpie was down; they were caught up by one run`,
+            notify: false,
+          });
+        }
+        void this.launch(job, "catch_up", missedAt);
+      } else {
+        const count = `${slots.count}${slots.capped ? " or more" : ""}`;
+        this.recordMissed(job, "catch_up", missedAt, now, {
+          reason: `missed while Magpie was down (cron.catchUp is off): ${count} slot(s) from ${new Date(missedAt).toISOString()} did not run`,
+          notify: true,
+        });
         if (job.schedule.kind === "once") jobs.markCompleted(job.id, now);
       }
     }
@@ -131,7 +156,15 @@ export class Scheduler {
           }
           if (job.enabled && job.nextRunAt !== null && job.nextRunAt <= now) {
             const slot = job.nextRunAt;
+            // A tick held up (a suspended box, a blocked loop) finds more than one slot passed: one run for them.
+            const slots = this.slotsUpTo(job, slot, now);
             this.advance(job, now);
+            if (slots.count > 1) {
+              this.recordMissed(job, "schedule", slots.second, now, {
+                reason: `${slots.count - 1}${slots.capped ? " or more" : ""} slot(s) passed while the scheduler was held up; one run covers them`,
+                notify: false,
+              });
+            }
             void this.launch(job, "schedule", slot);
           }
         } catch (error) {
@@ -166,6 +199,71 @@ export class Scheduler {
     this.deps.jobs.setNextRun(job.id, next, now);
   }
 
+  /** The job's slots from `first` up to `now` (counted up to a cap), and the second of them. */
+  private slotsUpTo(
+    job: Job,
+    first: number,
+    now: number,
+  ): { count: number; second: number | null; capped: boolean } {
+    let count = 1;
+    let second: number | null = null;
+    let at: number | null = first;
+    while (count < MISSED_COUNT_CAP) {
+      at = nextRunOf(job, at);
+      if (at === null || at > now) return { count, second, capped: false };
+      second ??= at;
+      count += 1;
+    }
+    return { count, second, capped: true };
+  }
+
+  /** Records slots no run was made for; `notify` reports them as the job's `deliver.mode` says. */
+  private recordMissed(
+    job: Job,
+    trigger: RunTrigger,
+    scheduledAt: number | null,
+    now: number,
+    options: { reason: string; notify: boolean },
+  ): void {
+    const { jobs, delivery, logger, settings } = this.deps;
+    const runId = jobs.recordSkipped(job.id, trigger, scheduledAt, now, options.reason, "missed");
+    this.publishRun(job, "missed", scheduledAt, now, 0);
+    logger.warn({ job: job.id, run: runId, reason: options.reason }, "cron-run-missed");
+    if (!options.notify) {
+      jobs.setDelivery(runId, { skipped: "told in the report of the run that covered it" }, "none");
+    } else {
+      const outcome: RunOutcome = {
+        status: "missed",
+        output: options.reason,
+        trigger,
+        scheduledAt,
+        durationMs: 0,
+      };
+      void delivery.deliver(job, runId, outcome).catch((error: unknown) => {
+        logger.error({ job: job.id, run: runId, err: error }, "cron-delivery-error");
+        jobs.setDelivery(runId, { skipped: `delivery error: ${errorMessage(error)}` }, "failed");
+      });
+    }
+    jobs.prune(job.id, settings.maxRunHistory);
+  }
+
+  /** Publishes a slot's outcome; the lag is how late the run started after its due time (0 for a manual run). */
+  private publishRun(
+    job: Job,
+    status: "ran" | "failed" | "missed" | "skipped",
+    scheduledAt: number | null,
+    startedAt: number,
+    durationMs: number,
+  ): void {
+    this.events.cronRun({
+      jobId: String(job.id),
+      name: job.name,
+      status,
+      lagSeconds: scheduledAt === null ? 0 : Math.max(0, startedAt - scheduledAt) / 1000,
+      durationMs,
+    });
+  }
+
   /** Starts a run unless one of the same job is still going (then records a skipped run). */
   private launch(job: Job, trigger: RunTrigger, scheduledAt: number | null): Promise<JobRun> {
     const { jobs, clock, settings } = this.deps;
@@ -179,6 +277,7 @@ export class Scheduler {
         "skipped: the previous run was still going",
       );
       jobs.prune(job.id, settings.maxRunHistory);
+      this.publishRun(job, "skipped", scheduledAt, now, 0);
       this.deps.logger.warn({ job: job.id }, "cron-run-skipped-overlap");
       return Promise.resolve(jobs.getRun(runId)!);
     }
@@ -241,6 +340,13 @@ export class Scheduler {
     jobs.finishRun(runId, outcome.status, outcome.output.slice(0, OUTPUT_EXCERPT_CHARS), finished);
     if (job.schedule.kind === "once" && trigger !== "manual") jobs.markCompleted(job.id, finished);
     logger.info({ job: job.id, run: runId, status: outcome.status, trigger }, "cron-run-finished");
+    this.publishRun(
+      job,
+      cronOutcomeOf(outcome.status) as "ran" | "failed",
+      scheduledAt,
+      started,
+      outcome.durationMs,
+    );
     try {
       await delivery.deliver(jobs.get(job.id) ?? job, runId, outcome);
     } catch (error) {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { JobRun } from "../scheduler/job.js";
+import { cronOutcomeOf, type JobRun } from "../scheduler/job.js";
 import { jobIdSchema, schedulerCall, schedulerOf } from "./cron-shared.js";
 import { defineTool } from "./define-tool.js";
 
@@ -11,6 +11,8 @@ export function runView(run: JobRun) {
     run_id: run.id,
     job_id: run.jobId,
     status: run.status,
+    // ran, failed, missed or skipped (DESIGN.md → Scheduler); running while it runs.
+    outcome: run.status === "running" ? "running" : cronOutcomeOf(run.status),
     trigger: run.trigger,
     caught_up: run.trigger === "catch_up",
     scheduled_at: iso(run.scheduledAt),

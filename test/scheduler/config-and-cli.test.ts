@@ -201,7 +201,7 @@ describe("magpie cron (CLI)", () => {
     expect(daemon.scheduler.runs(1, 1)[0]).toMatchObject({ trigger: "manual", status: "ok" });
     await daemon.shutdown();
     vi.useRealTimers();
-    expect((await cli("runs", "1")).out).toMatch(/run 1 .* ok .*\(manual\) — delivery delivered/);
+    expect((await cli("runs", "1")).out).toMatch(/run 1 .* ran .*\(manual\) — delivery delivered/);
 
     expect(await cli("remove", "1")).toMatchObject({ code: 0, out: 'Removed job #1 "disk".\n' });
     expect(await cli("remove", "1")).toMatchObject({ code: 1, err: expect.stringMatching(/No job "1"/) });

@@ -4,6 +4,7 @@ import path from "node:path";
 import { pino } from "pino";
 import { vi } from "vitest";
 import { systemClock } from "../../src/core/clock.js";
+import type { EventPublisher } from "../../src/core/events.js";
 import { type AuthorityPort, everyoneIsOwner } from "../../src/core/identity.js";
 import type { Messenger } from "../../src/core/messenger.js";
 import type { OutboundMessage, ReplyTarget } from "../../src/core/types.js";
@@ -93,6 +94,8 @@ export function makeRig(
     executor?: ScriptedExecutor;
     /** Who may be posted to (default: everyone; authority tests pass a real `Authority`). */
     authority?: AuthorityPort;
+    /** Where cron outcomes are published (default: nowhere). */
+    events?: EventPublisher;
   } = {},
 ): Rig {
   const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), "magpie-sched-"));
@@ -118,6 +121,7 @@ export function makeRig(
     logger: quiet,
     settings,
     authority: () => options.authority ?? everyoneIsOwner,
+    ...(options.events ? { events: options.events } : {}),
   });
   const rig: Rig = {
     dir,
@@ -138,6 +142,7 @@ export function makeRig(
         notifier,
         settings: { ...settings, ...overrides },
         ...(options.authority ? { authority: options.authority } : {}),
+        ...(options.events ? { events: options.events } : {}),
       });
     },
     async cleanup() {

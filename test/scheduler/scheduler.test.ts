@@ -223,7 +223,7 @@ describe("scheduler across restarts", () => {
     await rig.cleanup();
   });
 
-  it("records a missed run as skipped when catchUp is off", async () => {
+  it("records a missed run as missed when catchUp is off", async () => {
     vi.useFakeTimers({ now: T0 });
     let rig = makeRig({ settings: { catchUp: false } });
     rig.scheduler.start();
@@ -234,7 +234,7 @@ describe("scheduler across restarts", () => {
     rig.scheduler.start();
     await advance(3_600_000);
     expect(rig.executor.calls).toHaveLength(0);
-    expect(rig.scheduler.runs(job.id, 5)[0]).toMatchObject({ status: "skipped", trigger: "catch_up" });
+    expect(rig.scheduler.runs(job.id, 5)[0]).toMatchObject({ status: "missed", trigger: "catch_up" });
     expect(rig.scheduler.get(job.id).status).toBe("done");
     await rig.cleanup();
   });

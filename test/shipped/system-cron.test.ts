@@ -113,7 +113,7 @@ describe("shipped build: cron jobs delivered to Telegram, and the cron CLI", () 
       const result = await bot.cli(["cron", "runs", id]);
       return /delivery delivered/.test(result.stdout) && result.stdout;
     }, "the run's delivery to be recorded");
-    expect(runs).toMatch(/^run \d+ \S+ ok in .* \(manual\) — delivery delivered — disk-42pc$/m);
+    expect(runs).toMatch(/^run \d+ \S+ ran in .* \(manual\) — delivery delivered — disk-42pc$/m);
     // The heartbeat ran meanwhile, recorded but never reported.
     expect((await bot.cli(["cron", "runs", await idOf("heartbeat")])).stdout).toMatch(
       / ok .*delivery (none|skipped)/,
@@ -163,7 +163,7 @@ describe("shipped build: cron jobs delivered to Telegram, and the cron CLI", () 
       const result = await bot.cli(["cron", "runs", await idOf("shed report")]);
       return /delivery delivered/.test(result.stdout) && result.stdout;
     }, "the prompt job's run");
-    expect(runs).toMatch(/ ok in .* — delivery delivered/);
+    expect(runs).toMatch(/ ran in .* — delivery delivered/);
     llm.assertDone();
   });
 });

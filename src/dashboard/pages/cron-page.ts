@@ -1,5 +1,5 @@
 import { html } from "hono/html";
-import type { JobRun } from "../../scheduler/job.js";
+import { cronOutcomeOf, type JobRun } from "../../scheduler/job.js";
 import type { JobView } from "../../scheduler/job-view.js";
 import type { Scheduler } from "../../scheduler/scheduler.js";
 import { SchedulerError } from "../../scheduler/scheduler-error.js";
@@ -21,7 +21,9 @@ function runsList(runs: JobRun[]): PageBody {
   return html`<ul>
     ${runs.map(
       (run) => html`<li data-run="${run.id}" class="${run.status}">
-        ${time(run.startedAt)} ${run.trigger} — <b>${run.status}</b>${
+        ${time(run.startedAt)} ${run.trigger} — <b>${run.status === "running" ? "running" : cronOutcomeOf(run.status)}</b>${
+          run.status === "timeout" ? " (timeout)" : ""
+        }${
           run.durationMs !== null ? html` (${run.durationMs} ms)` : ""
         }${run.output ? html`<pre>${run.output.slice(0, 500)}</pre>` : ""}
       </li>`,
