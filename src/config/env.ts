@@ -17,6 +17,7 @@ export const ENV_FALLBACKS: ReadonlyArray<{ env: string; path: string[]; number?
   { env: "MAGPIE_HTTP_HOST", path: ["http", "host"] },
   { env: "MAGPIE_HTTP_PORT", path: ["http", "port"], number: true },
   { env: "MAGPIE_DASHBOARD_TOKEN", path: ["http", "dashboard", "token"] },
+  { env: "MAGPIE_METRICS_TOKEN", path: ["http", "metrics", "token"] },
 ];
 
 /** Config keys whose values are secrets: redacted from logs, tool output and LLM requests. `*`: every item. */
@@ -34,4 +35,5 @@ export const SECRET_PATHS: ReadonlyArray<string[]> = [
   ["tools", "web", "braveApiKey"],
   ["composio", "apiKey"],
   ["http", "dashboard", "token"],
+  ["http", "metrics", "token"],
 ];

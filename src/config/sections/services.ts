@@ -25,6 +25,16 @@ export const httpSchema = z
           });
         }
       }),
+    /**
+     * `GET /metrics` in Prometheus text (off by default; see README "Metrics"). Without a token only loopback
+     * clients are served; with one, every client must send `Authorization: Bearer <token>` (MAGPIE_METRICS_TOKEN).
+     */
+    metrics: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        token: z.string().min(16, "use at least 16 characters (e.g. `openssl rand -hex 24`)").optional(),
+      })
+      .prefault({}),
   })
   .prefault({});
 

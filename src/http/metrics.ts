@@ -1,0 +1,273 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import type { Logger } from "pino";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { magpieEvents } from "../core/events.js";
+import type { ChannelAdapter } from "../core/types.js";
+import type { Db } from "../store/index.js";
+import type { HttpApp } from "./server.js";
+
+/** What the metrics read: the app's events (by app id), its database on scrape, its channels. */
+export interface MetricsSources {
+  /** The app id its events carry (`AppContext.events.app`). */
+  app: string;
+  db: Db;
+  channels: () => ReadonlyMap<string, ChannelAdapter>;
+  /** Milliseconds since the epoch (the app's clock), for the outbox's oldest item. */
+  now: () => number;
+  /** Told when a subscriber throws (never reaches the publisher). */
+  onError?: (error: unknown) => void;
+}
+
+/** A registry of Magpie's metrics, fed by the event stream; `close` unsubscribes. */
+export interface MagpieMetrics {
+  readonly registry: Registry;
+  render(): Promise<string>;
+  close(): void;
+}
+
+/** How many inbox ids are remembered with their channel (for `magpie_messages_total{channel}`). */
+const CHANNEL_MEMORY = 10_000;
+const TURN_BUCKETS = [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600];
+
+/**
+ * Magpie's Prometheus metrics (DESIGN.md → CLI and HTTP): process metrics, counters fed by subscribing to
+ * `magpieEvents` (nothing is counted in the core), and gauges read from the database when scraped. A registry
+ * of its own per app, so two apps in one process (tests) never share a series.
+ */
+export function createMetrics(sources: MetricsSources): MagpieMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const { app, db, onError } = sources;
+
+  const messages = new Counter({
+    name: "magpie_messages_total",
+    help: "Inbound messages by channel and outcome (answered, failed, interrupted, refused, undeliverable).",
+    labelNames: ["channel", "outcome"] as const,
+    registers: [registry],
+  });
+  const turnSeconds = new Histogram({
+    name: "magpie_turn_seconds",
+    help: "Duration of agent turns by origin.",
+    labelNames: ["origin"] as const,
+    buckets: TURN_BUCKETS,
+    registers: [registry],
+  });
+  const llmRequests = new Counter({
+    name: "magpie_llm_requests_total",
+    help: "LLM requests by model, origin and result.",
+    labelNames: ["model", "origin", "result"] as const,
+    registers: [registry],
+  });
+  const llmTokens = new Counter({
+    name: "magpie_llm_tokens_total",
+    help: "LLM tokens by model and kind (prompt, completion).",
+    labelNames: ["model", "kind"] as const,
+    registers: [registry],
+  });
+  const llmCost = new Counter({
+    name: "magpie_llm_cost_usd_total",
+    help: "LLM cost in USD by model (priced calls only: llm.prices).",
+    labelNames: ["model"] as const,
+    registers: [registry],
+  });
+  const toolCalls = new Counter({
+    name: "magpie_tool_calls_total",
+    help: "Tool calls by tool and verdict.",
+    labelNames: ["tool", "verdict"] as const,
+    registers: [registry],
+  });
+  const cronRuns = new Counter({
+    name: "magpie_cron_runs_total",
+    help: "Due cron slots by job and outcome (ran, failed, missed, skipped).",
+    labelNames: ["job", "status"] as const,
+    registers: [registry],
+  });
+  const cronLag = new Gauge({
+    name: "magpie_cron_lag_seconds",
+    help: "How late the latest run of each job started after its due time.",
+    labelNames: ["job"] as const,
+    registers: [registry],
+  });
+  const triggerEvents = new Counter({
+    name: "magpie_trigger_events_total",
+    help: "Events reaching triggers by trigger and result.",
+    labelNames: ["trigger", "result"] as const,
+    registers: [registry],
+  });
+
+  const pendingInbox = db
+    .prepare("SELECT COUNT(*) FROM inbox WHERE status IN ('pending', 'processing')")
+    .pluck();
+  const pendingOutbox = db
+    .prepare("SELECT COUNT(*) AS count, MIN(created_at) AS oldest FROM outbox WHERE status = 'pending'")
+    .bind();
+  const readOutbox = () => pendingOutbox.get() as { count: number; oldest: number | null };
+  new Gauge({
+    name: "magpie_inbox_pending",
+    help: "Inbound messages not yet finished (waiting or in a turn).",
+    registers: [registry],
+    collect() {
+      this.set(db.open ? (pendingInbox.get() as number) : 0);
+    },
+  });
+  new Gauge({
+    name: "magpie_outbox_pending",
+    help: "Replies waiting to be delivered.",
+    registers: [registry],
+    collect() {
+      this.set(db.open ? readOutbox().count : 0);
+    },
+  });
+  new Gauge({
+    name: "magpie_outbox_oldest_seconds",
+    help: "Age of the oldest reply waiting to be delivered (0 when none waits).",
+    registers: [registry],
+    collect() {
+      const oldest = db.open ? readOutbox().oldest : null;
+      this.set(oldest === null ? 0 : Math.max(0, (sources.now() - oldest) / 1000));
+    },
+  });
+  new Gauge({
+    name: "magpie_channel_up",
+    help: "1 while a channel is connected, else 0.",
+    labelNames: ["channel"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [name, adapter] of sources.channels()) {
+        this.set({ channel: name }, adapter.status().state === "connected" ? 1 : 0);
+      }
+    },
+  });
+  const loopDelay = monitorEventLoopDelay({ resolution: 20 });
+  loopDelay.enable();
+  new Gauge({
+    name: "magpie_event_loop_lag_seconds",
+    help: "The longest event-loop delay seen since the previous scrape.",
+    registers: [registry],
+    collect() {
+      // The histogram's floor is its resolution: lag beyond it is what was late.
+      this.set(Math.max(0, loopDelay.max / 1e9 - 0.02));
+      loopDelay.reset();
+    },
+  });
+
+  // Inbox ids are published with their channel when received; outcomes name only the ids.
+  const channelOf = new Map<number, string>();
+  const unsubscribe = [
+    magpieEvents.messageReceived.subscribe(
+      app,
+      (event) => {
+        channelOf.set(event.inboxId, event.channel);
+        if (channelOf.size > CHANNEL_MEMORY) channelOf.delete(channelOf.keys().next().value as number);
+      },
+      onError,
+    ),
+    magpieEvents.messageOutcome.subscribe(
+      app,
+      (event) => {
+        for (const id of event.inboxIds) {
+          messages.inc({ channel: channelOf.get(id) ?? "unknown", outcome: event.outcome });
+        }
+      },
+      onError,
+    ),
+    // A refused message never reaches the inbox: its verdict is its outcome.
+    magpieEvents.accessDecided.subscribe(
+      app,
+      (event) => {
+        if (event.verdict === "refused") messages.inc({ channel: event.channel, outcome: "refused" });
+      },
+      onError,
+    ),
+    magpieEvents.turnFinished.subscribe(
+      app,
+      (event) => turnSeconds.observe({ origin: event.origin }, event.durationMs / 1000),
+      onError,
+    ),
+    magpieEvents.llmCall.subscribe(
+      app,
+      (event) => {
+        llmRequests.inc({ model: event.model, origin: event.origin, result: event.result });
+        if (event.promptTokens > 0) llmTokens.inc({ model: event.model, kind: "prompt" }, event.promptTokens);
+        if (event.completionTokens > 0) {
+          llmTokens.inc({ model: event.model, kind: "completion" }, event.completionTokens);
+        }
+        if (event.costUsd) llmCost.inc({ model: event.model }, event.costUsd);
+      },
+      onError,
+    ),
+    magpieEvents.toolCall.subscribe(
+      app,
+      (event) => toolCalls.inc({ tool: event.tool, verdict: event.verdict }),
+      onError,
+    ),
+    magpieEvents.cronRun.subscribe(
+      app,
+      (event) => {
+        cronRuns.inc({ job: event.name, status: event.status });
+        if (event.status === "ran" || event.status === "failed")
+          cronLag.set({ job: event.name }, event.lagSeconds);
+      },
+      onError,
+    ),
+    magpieEvents.triggerEvent.subscribe(
+      app,
+      (event) => triggerEvents.inc({ trigger: event.trigger, result: event.result }),
+      onError,
+    ),
+  ];
+
+  return {
+    registry,
+    render: () => registry.metrics(),
+    close() {
+      for (const stop of unsubscribe) stop();
+      loopDelay.disable();
+      registry.clear();
+    },
+  };
+}
+
+/** True for 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6 (a dual-stack listener's view of 127.0.0.1). */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const plain = address.startsWith("::ffff:") ? address.slice("::ffff:".length) : address;
+  return plain === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(plain);
+}
+
+/** Compares a presented bearer token with the configured one in constant time (digests of equal length). */
+function tokenMatches(header: string | undefined, token: string): boolean {
+  const presented = /^Bearer\s+(\S+)$/i.exec(header ?? "")?.[1];
+  if (!presented) return false;
+  const digest = (value: string) => createHash("sha256").update(value).digest();
+  return timingSafeEqual(digest(presented), digest(token));
+}
+
+/**
+ * `GET /metrics`: with a token every client must send it as a Bearer token (401 otherwise); without one only
+ * loopback clients are served (403 for others — the peer's address, never a forwarded header, decides).
+ */
+export function registerMetricsRoute(
+  app: HttpApp,
+  metrics: MagpieMetrics,
+  options: { token?: string; logger: Logger },
+): void {
+  app.get("/metrics", async (c) => {
+    const peer = c.env.incoming.socket.remoteAddress;
+    if (options.token) {
+      if (!tokenMatches(c.req.header("authorization"), options.token)) {
+        options.logger.warn({ peer }, "metrics-unauthorized");
+        return c.text("unauthorized\n", 401, { "www-authenticate": 'Bearer realm="magpie-metrics"' });
+      }
+    } else if (!isLoopback(peer)) {
+      options.logger.warn({ peer }, "metrics-refused-not-loopback");
+      return c.text(
+        "forbidden: /metrics answers loopback clients only unless http.metrics.token is set\n",
+        403,
+      );
+    }
+    return c.body(await metrics.render(), 200, { "content-type": metrics.registry.contentType });
+  });
+}
