@@ -12,6 +12,7 @@ import { builtinCommands } from "../core/builtin-commands.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { CommandRegistry } from "../core/commands.js";
 import { Delegation } from "../core/delegation.js";
+import { type EventPublisher, eventPublisher } from "../core/events.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { MessageInterceptor } from "../core/intake.js";
@@ -110,6 +111,8 @@ export class MagpieApp {
   readonly loop: EventLoopMonitor;
   readonly adapters = new Map<string, ChannelAdapter>();
   readonly context: AppContext;
+  /** This app's publisher on the core event stream (a random app id: two apps in one process never mix). */
+  readonly events: EventPublisher;
   private readonly services: AppContext["services"];
 
   private readonly hooks: AgentHooks[] = [];
@@ -133,6 +136,7 @@ export class MagpieApp {
     const config = options.config;
     this.config = config;
     this.clock = options.clock ?? systemClock;
+    this.events = eventPublisher(randomUUID(), () => this.clock.now());
     if (options.access) this.access = options.access;
     if (options.authority) this.authority = options.authority;
     this.redactor = createRedactor(config, options.env ?? process.env);
@@ -165,6 +169,7 @@ export class MagpieApp {
       config,
       logger: this.logger,
       services,
+      events: this.events,
       approvals: {
         request: (request) => this.approvals.request(request),
         ask: (request) =>
@@ -183,6 +188,8 @@ export class MagpieApp {
       adapters: () => this.adapters,
       logger: this.logger,
       clock: this.clock,
+      events: this.events,
+      inbox: this.store.inbox,
     });
     this.router = new Router({
       store: this.store,
@@ -193,6 +200,7 @@ export class MagpieApp {
       model: this.model,
       tools: this.tools,
       outbox: this.outbox,
+      events: this.events,
       adapters: () => this.adapters,
       access: () => this.access,
       authority: () => this.authority,
@@ -210,6 +218,7 @@ export class MagpieApp {
         globalPrompt: config.agent.systemPrompt,
         llm: { baseUrl: config.llm.baseUrl, timeoutMs: config.llm.timeoutMs },
         streaming: config.agent.streaming,
+        progressNoticeSecs: config.agent.progressNoticeSecs,
         guestToolSet: config.security.guestToolSet,
         inboundLimit: { maxChars: config.agent.maxInboundChars, workspace: config.workspace },
         textToolCalls: config.llm.textToolCalls,
@@ -424,6 +433,7 @@ export class MagpieApp {
       config: this.config,
       logger: this.logger,
       clock: this.clock,
+      events: this.events,
       store: this.store,
       redactor: this.redactor,
       commands: this.commands,

@@ -6,6 +6,7 @@ import type { ApprovalGate } from "../core/approvals.js";
 import type { SessionNote } from "../core/chat-turns.js";
 import type { Clock } from "../core/clock.js";
 import type { CommandRegistry } from "../core/commands.js";
+import type { EventPublisher } from "../core/events.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { MessageInterceptor } from "../core/intake.js";
@@ -29,6 +30,11 @@ export interface AppContext {
   logger: Logger;
   /** The app's time source: features hand it to everything they build that reads the time. */
   clock: Clock;
+  /**
+   * The app's publisher on the core event stream: features subscribe with `magpieEvents.X.subscribe(events.app,
+   * …)` and see only this app's events (STYLE.md → Observe through events).
+   */
+  events: EventPublisher;
   store: Store;
   redactor: Redactor;
   commands: CommandRegistry;

@@ -24,6 +24,7 @@ export const usageFeature: MagpieFeature = {
       timeZone: config.timezone,
       logger,
       clock: app.clock,
+      events: app.events,
       ...(notifier.configured ? { alert: (alert) => notifier.send({ ...alert, priority: 1 }) } : {}),
     });
     app.setSpendPort(guard);

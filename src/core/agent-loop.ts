@@ -3,6 +3,7 @@ import { describeLlmError } from "../llm/errors.js";
 import { estimateMessageTokens } from "../llm/tokens.js";
 import type { ChatMessage, ChatModel, CompletionResult, RequestMessage, ToolCall } from "../llm/types.js";
 import type { AgentProfile } from "./agents.js";
+import type { EventPublisher } from "./events.js";
 import type { ImagePart } from "./media.js";
 import type { SpendPort, SpendScope } from "./spend.js";
 import { parseTextToolCalls } from "./text-tool-calls.js";
@@ -21,6 +22,8 @@ export interface AgentLoopDeps {
   textToolCalls?: boolean;
   /** `llm.vision`: `auto` retries without the images when the model refuses them. */
   vision?: "auto" | boolean;
+  /** Publishes the calls that failed (the ledger publishes those it records). */
+  events?: EventPublisher;
 }
 
 export interface TurnInput {
@@ -37,6 +40,8 @@ export interface TurnInput {
   /** What the turn's LLM calls count against (budgets, ledger). */
   spendScope?: SpendScope;
   onTextDelta?: (delta: string) => void;
+  /** What the turn is doing now, for its progress note. */
+  onActivity?: (activity: string) => void;
 }
 
 export type TurnStatus = "ok" | "error" | "aborted" | "max_iterations" | "budget" | "loop";
@@ -104,6 +109,8 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
       }
     }
     let result: CompletionResult;
+    input.onActivity?.("waiting for the model");
+    const callStarted = performance.now();
     try {
       result = await deps.model.complete(
         { model, messages, tools: specs.length > 0 ? specs : undefined },
@@ -124,6 +131,19 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         { code: failure.code, status: failure.status, err: error, session: input.context.sessionKey },
         "llm-call-failed",
       );
+      deps.events?.llmCall({
+        ...(input.spendScope ? { turnId: input.spendScope.turnId } : {}),
+        origin: input.context.origin,
+        sessionKey: input.context.sessionKey,
+        kind: "chat",
+        model,
+        result: "error",
+        promptTokens: 0,
+        completionTokens: 0,
+        estimated: false,
+        latencyMs: Math.round(performance.now() - callStarted),
+        errorCode: failure.code,
+      });
       return {
         status: "error",
         reply: failure.userMessage,
@@ -133,7 +153,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         errorCode: failure.code,
       };
     }
-    recordUsage(deps, input, model, messages, result);
+    recordUsage(deps, input, model, messages, result, Math.round(performance.now() - callStarted));
     if (result.answeredBy?.fallback) fallbackModel = result.answeredBy.model;
     else if (result.answeredBy) fallbackModel = null;
 
@@ -184,6 +204,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
     let refusedNow = 0;
     for (const call of calls) {
       toolCalls++;
+      if (!signal.aborted) input.onActivity?.(`running ${call.function.name}`);
       const output = signal.aborted
         ? JSON.stringify({ ok: false, error: { code: "tool.aborted", message: "The turn was stopped." } })
         : await deps.tools.execute(call, input.toolNames, input.context);
@@ -248,17 +269,23 @@ function recordUsage(
   model: string,
   messages: RequestMessage[],
   result: CompletionResult,
+  latencyMs: number,
 ): void {
   if (!deps.spend || !input.spendScope) return;
   const answered = result.answeredBy?.model ?? model;
+  const call = {
+    kind: "chat" as const,
+    model: answered,
+    latencyMs,
+    fallback: result.answeredBy?.fallback === true,
+  };
   try {
     deps.spend.record(
       input.spendScope,
       result.usage
-        ? { kind: "chat", model: answered, ...result.usage, estimated: false }
+        ? { ...call, ...result.usage, estimated: false }
         : {
-            kind: "chat",
-            model: answered,
+            ...call,
             promptTokens: messages.reduce(
               (sum, message) =>
                 sum +

@@ -1,14 +1,19 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { ChatMessage } from "../llm/types.js";
+import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
 import type { AgentDirectory } from "./agents.js";
 import type { Clock } from "./clock.js";
+import { errorMessage } from "./errors.js";
+import { type EventPublisher, type MessageOutcome, NO_EVENTS } from "./events.js";
 import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
 import type { MediaContext, MediaPort, PreparedMedia } from "./media.js";
 import { sessionModel } from "./model-command.js";
 import { NO_LLM_REPLY } from "./no-llm.js";
 import type { OutboxWorker } from "./outbox-worker.js";
+import { outcomeOfTurn, settleOutcome } from "./outcomes.js";
+import { ProgressNote } from "./progress-note.js";
 import { replyTargetOf } from "./session-key.js";
 import type { SessionQueues } from "./session-queue.js";
 import type { BudgetScope } from "./spend.js";
@@ -21,6 +26,8 @@ export interface ChatTurnsOptions {
   logger: Logger;
   clock: Clock;
   engine: TurnEngine;
+  /** The app's publisher on the core event stream (default: publishes nothing). */
+  events?: EventPublisher;
   agents: AgentDirectory;
   outbox: OutboxWorker;
   adapters: () => ReadonlyMap<string, ChannelAdapter>;
@@ -29,6 +36,8 @@ export interface ChatTurnsOptions {
   media: () => MediaPort | null;
   /** Stream drafts into channels that can edit messages. */
   streaming: boolean;
+  /** `agent.progressNoticeSecs`: a turn still running after this sends one "still working" note (0 = off). */
+  progressNoticeSecs?: number;
 }
 
 const TYPING_INTERVAL_MS = 4_000;
@@ -55,10 +64,14 @@ export interface SessionNote {
  * engine; its history, reply and the inbox items' state are then written in one transaction.
  */
 export class ChatTurns {
+  private readonly events: EventPublisher;
+
   constructor(
     private readonly options: ChatTurnsOptions,
     private readonly queues: () => SessionQueues,
-  ) {}
+  ) {
+    this.events = options.events ?? NO_EVENTS;
+  }
 
   /**
    * Puts a note into a session: it is stored in the inbox like a message (durable, once) and starts a follow-up
@@ -120,9 +133,41 @@ export class ChatTurns {
 
     if (!engine.hasModel) {
       markStarted();
-      this.finish(inboxIds, sessionKey, target, NO_LLM_REPLY, []);
+      this.finish(inboxIds, sessionKey, target, NO_LLM_REPLY, [], undefined, {
+        outcome: "failed",
+        cause: "llm.not_configured",
+      });
       return;
     }
+    try {
+      await this.runTurn(sessionKey, items, target, signal, markStarted);
+    } catch (error) {
+      // Never silence: whatever broke inside Magpie, the chat is told and the messages end failed.
+      this.options.logger.error({ err: error, session: sessionKey }, "turn-crashed");
+      const open = inboxIds.filter((id) => store.inbox.get(id)?.outcome === null);
+      if (open.length === 0) return;
+      this.finish(
+        open,
+        sessionKey,
+        target,
+        `Something went wrong inside Magpie while answering (${errorMessage(error).slice(0, 200)}), so I stopped. Please try again.`,
+        [],
+        undefined,
+        { outcome: "failed", cause: "turn.crashed" },
+      );
+    }
+  }
+
+  private async runTurn(
+    sessionKey: string,
+    items: InboxItem[],
+    target: ReplyTarget,
+    signal: AbortSignal,
+    markStarted: () => void,
+  ): Promise<void> {
+    const { store, clock, engine } = this.options;
+    const inboxIds = items.map((item) => item.id);
+    const last = items[items.length - 1]!;
     const agent = this.options.agents.forMessage(last.message);
     const sender = this.senderOf(items.map((item) => item.message));
     const role = sender.role;
@@ -137,6 +182,9 @@ export class ChatTurns {
     store.history.ensureSession(sessionKey, agent.name, clock.now());
     const adapter = this.options.adapters().get(target.channel);
     const stopTyping = startTyping(adapter, target);
+    const progress = new ProgressNote(adapter, target, this.options.progressNoticeSecs ?? 0, () =>
+      clock.now(),
+    );
     const preview =
       this.options.streaming && adapter?.capabilities.edit && adapter.edit
         ? new StreamPreview(adapter, target)
@@ -153,6 +201,7 @@ export class ChatTurns {
       const outcome = await engine.run({
         origin,
         sessionKey,
+        inboxIds,
         agent,
         ...(model ? { model } : {}),
         sender,
@@ -168,8 +217,10 @@ export class ChatTurns {
         ...(role === "owner" ? { approver: { target, identity: sender } } : {}),
         signal,
         onStart: markStarted,
+        onActivity: (activity) => progress.set(activity),
         onTextDelta: preview ? (delta) => preview.push(delta) : undefined,
       });
+      progress.stop();
       const draftId = await preview?.finish();
       if (outcome.status === "aborted" && signal.reason === "shutdown") {
         // Checkpoint: the turn is re-run after the restart instead of being lost — unless it was waiting for a
@@ -179,9 +230,18 @@ export class ChatTurns {
         return;
       }
       const reply = outcome.status === "aborted" ? "" : outcome.reply;
-      this.finish(inboxIds, sessionKey, target, reply, outcome.newMessages, draftId);
+      this.finish(
+        inboxIds,
+        sessionKey,
+        target,
+        reply,
+        outcome.newMessages,
+        draftId,
+        outcomeOfTurn(outcome.status, outcome.errorCode),
+      );
       if (outcome.status !== "aborted") await engine.compact(sessionKey, agent, role, { budget, origin });
     } finally {
+      progress.stop();
       stopTyping();
     }
   }
@@ -221,14 +281,18 @@ export class ChatTurns {
     return identities.find((identity) => identity.role === "guest") ?? identities[identities.length - 1]!;
   }
 
-  /** Persists history, queues the reply and closes the inbox items in one transaction: all or nothing. */
+  /**
+   * Persists history, queues the reply and closes the inbox items with their outcome in one transaction: all or
+   * nothing.
+   */
   private finish(
     inboxIds: number[],
     sessionKey: string,
     target: ReplyTarget,
     reply: string,
     newMessages: ChatMessage[],
-    draftId?: string,
+    draftId: string | undefined,
+    ending: { outcome: MessageOutcome; cause?: string },
   ): void {
     const { store, clock } = this.options;
     store.db.transaction(() => {
@@ -241,6 +305,7 @@ export class ChatTurns {
         );
       }
       store.inbox.setStatus(inboxIds, "done", clock.now());
+      settleOutcome(store, this.events, inboxIds, ending.outcome, ending.cause);
     })();
     this.options.outbox.wake();
   }

@@ -5,8 +5,10 @@ import type { AccessControl } from "./access.js";
 import type { Clock } from "./clock.js";
 import { type CommandRegistry, parseCommand } from "./commands.js";
 import { errorMessage } from "./errors.js";
+import { type EventPublisher, NO_EVENTS } from "./events.js";
 import type { AuthorityPort, SenderIdentity } from "./identity.js";
 import { cutLongInbound } from "./inbound-size.js";
+import { settleOutcome } from "./outcomes.js";
 import { replyTargetOf, sessionKeyOf } from "./session-key.js";
 import type {
   AcceptResult,
@@ -33,6 +35,8 @@ export interface IntakeOptions {
   logger: Logger;
   clock: Clock;
   commands: CommandRegistry;
+  /** The app's publisher on the core event stream (default: publishes nothing). */
+  events?: EventPublisher;
   access: () => AccessControl;
   authority: () => AuthorityPort;
   buttonHandlers: () => readonly ButtonHandler[];
@@ -52,11 +56,24 @@ export interface IntakeOptions {
  * answers to pending questions → the session's queue. Implements the adapters' InboundSink.
  */
 export class Intake implements InboundSink {
-  constructor(private readonly options: IntakeOptions) {}
+  private readonly events: EventPublisher;
+
+  constructor(private readonly options: IntakeOptions) {
+    this.events = options.events ?? NO_EVENTS;
+  }
 
   async message(inbound: InboundMessage): Promise<AcceptResult> {
     const { store, logger } = this.options;
     const decision = await this.options.access().check(inbound);
+    // The verdict's metadata only: a stranger's text is never kept.
+    this.events.accessDecided({
+      channel: inbound.channel,
+      chatId: inbound.chatId,
+      messageId: inbound.messageId,
+      userId: inbound.userId,
+      verdict: decision.allow ? "allowed" : decision.reply ? "pairing" : "refused",
+      ...(decision.allow ? {} : { reason: decision.reason }),
+    });
     if (!decision.allow) {
       logger.debug(
         { channel: inbound.channel, chatId: inbound.chatId, reason: decision.reason },
@@ -78,10 +95,20 @@ export class Intake implements InboundSink {
       return { status: "duplicate" };
     }
     logger.debug({ session: sessionKey, inboxId, command: command?.name }, "message-received");
+    this.events.messageReceived({
+      inboxId,
+      channel: message.channel,
+      chatId: message.chatId,
+      messageId: message.messageId,
+      sessionKey,
+      userId: message.userId,
+      textChars: message.text.length,
+    });
     const sender = this.identify(message.channel, message.userId, message.userName);
     if (command) await this.runCommand(inboxId, message, sessionKey, command, sender);
     else if (this.intercepted(message, sessionKey, sender)) {
       store.inbox.setStatus([inboxId], "done", this.options.clock.now());
+      settleOutcome(store, this.events, [inboxId], "answered");
     } else this.options.enqueue(sessionKey, inboxId);
     return { status: "accepted", inboxId };
   }
@@ -151,6 +178,7 @@ export class Intake implements InboundSink {
       if (message.text)
         store.outbox.enqueue(target, message, { origin: "command", inboxId, at: clock.now() });
       store.inbox.setStatus([inboxId], "done", clock.now());
+      settleOutcome(store, this.events, [inboxId], "answered");
     })();
     this.options.wakeOutbox();
   }

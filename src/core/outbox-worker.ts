@@ -1,8 +1,10 @@
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
+import type { InboxRepository } from "../store/inbox.js";
 import type { OutboxItem, OutboxRepository } from "../store/outbox.js";
 import type { Clock } from "./clock.js";
 import { ChannelSendError, errorMessage } from "./errors.js";
+import { type EventPublisher, NO_EVENTS } from "./events.js";
 import type { ChannelAdapter } from "./types.js";
 
 export interface OutboxWorkerOptions {
@@ -10,6 +12,10 @@ export interface OutboxWorkerOptions {
   adapters: () => ReadonlyMap<string, ChannelAdapter>;
   logger: Logger;
   clock: Clock;
+  /** The app's publisher on the core event stream (default: publishes nothing). */
+  events?: EventPublisher;
+  /** Where a reply that could not be delivered marks its message `undeliverable` (when given). */
+  inbox?: InboxRepository;
   /** Attempts before an item is marked failed. */
   maxAttempts?: number;
   /** Also look for new items this often (written by another process, e.g. `magpie send`). */
@@ -35,9 +41,11 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
   private readonly maxAttempts: number;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
+  private readonly events: EventPublisher;
 
   constructor(private readonly options: OutboxWorkerOptions) {
     super();
+    this.events = options.events ?? NO_EVENTS;
     this.maxAttempts = options.maxAttempts ?? 10;
     this.baseDelayMs = options.baseDelayMs ?? 1_000;
     this.maxDelayMs = options.maxDelayMs ?? 5 * 60_000;
@@ -144,6 +152,15 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
         "message-delivered",
       );
       this.emit("delivery-succeeded", item, allIds);
+      this.events.delivery({
+        outboxId: item.id,
+        ...(item.inboxId !== null ? { inboxId: item.inboxId } : {}),
+        channel: item.target.channel,
+        chatId: item.target.chatId,
+        status: "sent",
+        attempts: item.attempts + 1,
+        platformMessageIds: allIds,
+      });
       return true;
     } catch (error) {
       const attempts = item.attempts + 1;
@@ -162,6 +179,23 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
           "message-delivery-failed",
         );
         this.emit("delivery-failed", { ...item, status: "failed", attempts, lastError: text }, text);
+        // A reply (not a notice about something else) that can't be delivered: its message ends undeliverable.
+        if (
+          item.inboxId !== null &&
+          (item.origin === "reply" || item.origin === "command") &&
+          this.options.inbox
+        ) {
+          const cause = permanent
+            ? `refused by ${item.target.channel}: ${text}`
+            : `${attempts} attempts: ${text}`;
+          try {
+            this.options.inbox.setOutcome([item.inboxId], "undeliverable", cause.slice(0, 300));
+            this.events.messageOutcome({ inboxIds: [item.inboxId], outcome: "undeliverable", cause });
+          } catch (outcomeError) {
+            logger.error({ err: outcomeError, outboxId: item.id }, "outcome-write-failed");
+          }
+        }
+        this.publishFailure(item, "failed", attempts, text);
         return true; // a failed item no longer blocks its chat
       }
       const retryAfter = error instanceof ChannelSendError ? error.retryAfterMs : undefined;
@@ -172,7 +206,26 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
         { outboxId: item.id, channel: item.target.channel, attempts, retryInMs: delay, error: text },
         "message-delivery-retry",
       );
+      this.publishFailure(item, "retry", attempts, text);
       return false;
     }
+  }
+
+  private publishFailure(
+    item: OutboxItem,
+    status: "retry" | "failed",
+    attempts: number,
+    error: string,
+  ): void {
+    this.events.delivery({
+      outboxId: item.id,
+      ...(item.inboxId !== null ? { inboxId: item.inboxId } : {}),
+      channel: item.target.channel,
+      chatId: item.target.chatId,
+      status,
+      attempts,
+      platformMessageIds: item.platformMessageIds.filter(Boolean),
+      error,
+    });
   }
 }

@@ -2,7 +2,9 @@ import type { Logger } from "pino";
 import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
 import type { Clock } from "./clock.js";
+import { type EventPublisher, NO_EVENTS } from "./events.js";
 import { INTERRUPTED_REPLY } from "./no-llm.js";
+import { settleOutcome } from "./outcomes.js";
 import { replyTargetOf } from "./session-key.js";
 
 /**
@@ -14,6 +16,7 @@ export function recoverInbox(deps: {
   store: Store;
   logger: Logger;
   clock: Clock;
+  events?: EventPublisher;
   enqueue(sessionKey: string, inboxId: number): void;
 }): { resumed: number; interrupted: number; notices: number } {
   const { store, logger, clock } = deps;
@@ -43,6 +46,13 @@ export function recoverInbox(deps: {
         items.map((item) => item.id),
         "interrupted",
         clock.now(),
+      );
+      settleOutcome(
+        store,
+        deps.events ?? NO_EVENTS,
+        items.map((item) => item.id),
+        "interrupted",
+        "restart",
       );
     })();
     interrupted += items.length;

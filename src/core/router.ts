@@ -7,11 +7,13 @@ import type { AgentDirectory, AgentProfile } from "./agents.js";
 import { ChatTurns, type SessionNote } from "./chat-turns.js";
 import type { Clock } from "./clock.js";
 import type { CommandRegistry } from "./commands.js";
+import { type EventPublisher, NO_EVENTS } from "./events.js";
 import type { AgentHooks } from "./hooks.js";
 import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
 import { Intake, type MessageInterceptor } from "./intake.js";
 import type { MediaPort } from "./media.js";
 import type { OutboxWorker } from "./outbox-worker.js";
+import { settleOutcome } from "./outcomes.js";
 import { recoverInbox } from "./recovery.js";
 import { SessionQueues } from "./session-queue.js";
 import type { SpendPort } from "./spend.js";
@@ -38,6 +40,8 @@ export interface RouterOptions {
   model: ChatModel | null;
   tools: ToolRuntime;
   outbox: OutboxWorker;
+  /** The app's publisher on the core event stream (default: publishes nothing). */
+  events?: EventPublisher;
   adapters: () => ReadonlyMap<string, ChannelAdapter>;
   access: () => AccessControl;
   /** Who is an owner and who a guest (installed by the access feature). */
@@ -59,6 +63,8 @@ export interface RouterOptions {
     llm: { baseUrl?: string; timeoutMs: number };
     /** Stream drafts into channels that can edit messages. */
     streaming: boolean;
+    /** `agent.progressNoticeSecs` (0 or unset: no progress notes). */
+    progressNoticeSecs?: number;
     /** `security.guestToolSet`: the most a guest's turn may use. */
     guestToolSet: string[];
     /** `llm.textToolCalls`. */
@@ -107,10 +113,13 @@ export class Router implements InboundSink {
   readonly intake: Intake;
   readonly chats: ChatTurns;
   private readonly startedAt: number;
+  private readonly events: EventPublisher;
 
   constructor(private readonly options: RouterOptions) {
     this.startedAt = options.clock.now();
     const { settings } = options;
+    const events = options.events ?? NO_EVENTS;
+    this.events = events;
     this.slots = new TurnSlots(settings.maxConcurrentTurns);
     this.engine = new TurnEngine({
       store: options.store,
@@ -120,6 +129,7 @@ export class Router implements InboundSink {
       tools: options.tools,
       hooks: options.hooks,
       slots: this.slots,
+      events,
       spend: options.spend ?? (() => null),
       settings: {
         maxIterations: settings.maxIterations,
@@ -138,12 +148,14 @@ export class Router implements InboundSink {
         logger: options.logger,
         clock: options.clock,
         engine: this.engine,
+        events,
         agents: options.agents,
         outbox: options.outbox,
         adapters: options.adapters,
         authority: options.authority,
         media: options.media ?? (() => null),
         streaming: settings.streaming,
+        progressNoticeSecs: settings.progressNoticeSecs ?? 0,
       },
       () => this.queues,
     );
@@ -156,6 +168,7 @@ export class Router implements InboundSink {
       logger: options.logger,
       clock: options.clock,
       commands: options.commands,
+      events,
       access: options.access,
       authority: options.authority,
       buttonHandlers: options.buttonHandlers,
@@ -203,7 +216,10 @@ export class Router implements InboundSink {
   /** Aborts a session's running turn and drops what waits behind it (/stop). */
   stop(sessionKey: string): { aborted: boolean; dropped: number } {
     const dropped = this.queues.dropPending(sessionKey);
-    if (dropped.length > 0) this.options.store.inbox.setStatus(dropped, "done", this.options.clock.now());
+    if (dropped.length > 0) {
+      this.options.store.inbox.setStatus(dropped, "done", this.options.clock.now());
+      settleOutcome(this.options.store, this.events, dropped, "interrupted", "stopped");
+    }
     return { aborted: this.queues.abort(sessionKey, "stop"), dropped: dropped.length };
   }
 

@@ -33,6 +33,10 @@ export interface LlmUsage {
   completionTokens: number;
   /** No `usage` came back; the counts are estimates. */
   estimated: boolean;
+  /** How long the request took (for the event stream; not kept in the ledger). */
+  latencyMs?: number;
+  /** A fallback entry of the chain answered. */
+  fallback?: boolean;
 }
 
 export type SpendDecision = { allowed: true } | { allowed: false; message: string };

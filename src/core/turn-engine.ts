@@ -7,6 +7,7 @@ import { runAgentTurn, type TurnOutcome } from "./agent-loop.js";
 import type { AgentProfile } from "./agents.js";
 import type { Clock } from "./clock.js";
 import { compactHistory, recentWithinBudget } from "./compaction.js";
+import { type EventPublisher, NO_EVENTS } from "./events.js";
 import type { AgentHooks } from "./hooks.js";
 import type { Role, TurnOrigin } from "./identity.js";
 import { NO_LLM_REPLY } from "./no-llm.js";
@@ -24,6 +25,8 @@ export interface TurnEngineOptions {
   tools: ToolRuntime;
   hooks: () => readonly AgentHooks[];
   slots: TurnSlots;
+  /** The app's publisher on the core event stream (default: publishes nothing). */
+  events?: EventPublisher;
   /** Budgets and the usage ledger, asked around every LLM call (null when not set up). */
   spend?: () => SpendPort | null;
   settings: {
@@ -54,7 +57,11 @@ export interface TurnResult extends TurnOutcome {
  * `maxConcurrentTurns` slot (given back while the turn waits for a person) and runs the agent loop.
  */
 export class TurnEngine {
-  constructor(private readonly options: TurnEngineOptions) {}
+  private readonly events: EventPublisher;
+
+  constructor(private readonly options: TurnEngineOptions) {
+    this.events = options.events ?? NO_EVENTS;
+  }
 
   get hasModel(): boolean {
     return this.options.model !== null;
@@ -92,11 +99,33 @@ export class TurnEngine {
       };
     }
     const slot = request.slot ?? (await this.options.slots.acquire());
+    // The turn's id is its budget turn's: a chat turn's is `inbox:<first message>`, and what it delegates or
+    // spawns carries the same id, so `magpie trace` finds everything a message caused.
+    const budget = request.budget ?? { sessionKey: request.sessionKey, turnId: randomUUID() };
+    const turn = {
+      turnId: budget.turnId,
+      origin: request.origin,
+      sessionKey: request.sessionKey,
+      agent: request.agent.name,
+      inboxIds: request.inboxIds ?? [],
+    };
+    const started = this.options.clock.now();
+    let result: TurnResult | undefined;
     try {
       request.onStart?.();
-      return await this.execute(request, slot);
+      this.events.turnStarted({ ...turn, at: started });
+      result = await this.execute({ ...request, budget }, slot);
+      return result;
     } finally {
       if (!request.slot) slot.release();
+      this.events.turnFinished({
+        ...turn,
+        status: result?.status ?? "crashed",
+        ...(result?.errorCode ? { errorCode: result.errorCode } : {}),
+        durationMs: this.options.clock.now() - started,
+        iterations: result?.iterations ?? 0,
+        toolCalls: result?.toolCalls ?? 0,
+      });
     }
   }
 
@@ -208,6 +237,7 @@ export class TurnEngine {
         spend: this.options.spend?.() ?? null,
         textToolCalls: settings.textToolCalls ?? false,
         vision: settings.vision ?? "auto",
+        events: this.events,
       },
       {
         agent: request.agent,
@@ -242,6 +272,7 @@ export class TurnEngine {
           budget,
         },
         onTextDelta: request.onTextDelta,
+        ...(request.onActivity ? { onActivity: request.onActivity } : {}),
       },
     );
     return { ...outcome, toolNames, ...(stoppedWhileWaiting ? { stoppedWhileWaiting } : {}) };

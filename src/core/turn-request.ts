@@ -13,6 +13,8 @@ import type { ReplyTarget } from "./types.js";
  */
 export interface TurnRequest {
   origin: TurnOrigin;
+  /** The inbox messages the turn answers (a chat turn's): named in its turn events, for `magpie trace`. */
+  inboxIds?: number[];
   /** The session the turn acts in: tool calls are audited under it and tools' per-session state lives there. */
   sessionKey: string;
   /** Where history is loaded from and kept (default: `sessionKey`). A delegated turn keeps its own. */
@@ -48,6 +50,8 @@ export interface TurnRequest {
   budget?: BudgetScope;
   signal: AbortSignal;
   onTextDelta?: (delta: string) => void;
+  /** What the turn is doing now ("waiting for the model", "running web_fetch"), for its progress note. */
+  onActivity?: (activity: string) => void;
   /** A slot the caller already holds (a delegated turn runs inside its parent's); else the engine takes one. */
   slot?: TurnSlot;
   /**

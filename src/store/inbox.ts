@@ -1,3 +1,4 @@
+import type { MessageOutcome } from "../core/events.js";
 import type { InboundMessage } from "../core/types.js";
 import type { Db } from "./database.js";
 
@@ -8,6 +9,12 @@ export interface InboxItem {
   sessionKey: string;
   status: InboxStatus;
   message: InboundMessage;
+  /** How it ended (DESIGN.md → Every message has an outcome); null while it runs. */
+  outcome: MessageOutcome | null;
+  outcomeCause: string | null;
+  receivedAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
 }
 
 interface InboxRow {
@@ -15,6 +22,11 @@ interface InboxRow {
   session_key: string;
   status: InboxStatus;
   payload: string;
+  outcome: MessageOutcome | null;
+  outcome_cause: string | null;
+  received_at: number;
+  started_at: number | null;
+  finished_at: number | null;
 }
 
 const toItem = (row: InboxRow): InboxItem => ({
@@ -22,6 +34,11 @@ const toItem = (row: InboxRow): InboxItem => ({
   sessionKey: row.session_key,
   status: row.status,
   message: JSON.parse(row.payload) as InboundMessage,
+  outcome: row.outcome ?? null,
+  outcomeCause: row.outcome_cause ?? null,
+  receivedAt: row.received_at,
+  startedAt: row.started_at ?? null,
+  finishedAt: row.finished_at ?? null,
 });
 
 /** Durable record of every accepted inbound message; `(channel, messageId)` is unique. */
@@ -67,6 +84,41 @@ export class InboxRepository {
     })();
   }
 
+  /** Stores how the messages ended, with a short cause (failed, undeliverable). */
+  setOutcome(ids: number[], outcome: MessageOutcome, cause?: string): void {
+    const statement = this.db.prepare("UPDATE inbox SET outcome = ?, outcome_cause = ? WHERE id = ?");
+    this.db.transaction(() => {
+      for (const id of ids) statement.run(outcome, cause ?? null, id);
+    })();
+  }
+
+  /** The message a platform id names (`<channel>:<chatId>:<messageId>` in `magpie trace`). */
+  findByMessage(channel: string, chatId: string, messageId: string): InboxItem | undefined {
+    const rows = this.db
+      .prepare("SELECT * FROM inbox WHERE channel = ? AND message_id = ?")
+      .all(channel, messageId) as InboxRow[];
+    return rows.map(toItem).find((item) => item.message.chatId === chatId);
+  }
+
+  /** The newest messages, newest first; of one chat when `chat` is given. */
+  recent(limit: number, chat?: { channel: string; chatId: string }): InboxItem[] {
+    const rows = (
+      chat
+        ? this.db
+            .prepare(
+              "SELECT * FROM inbox WHERE channel = ? AND (session_key = ? OR session_key LIKE ? ESCAPE '\\') ORDER BY id DESC LIMIT ?",
+            )
+            .all(
+              chat.channel,
+              `${chat.channel}:${chat.chatId}`,
+              `${escapeLike(`${chat.channel}:${chat.chatId}`)}:%`,
+              limit,
+            )
+        : this.db.prepare("SELECT * FROM inbox ORDER BY id DESC LIMIT ?").all(limit)
+    ) as InboxRow[];
+    return rows.map(toItem);
+  }
+
   /** Items not finished before the last shutdown, oldest first. */
   unfinished(): InboxItem[] {
     const rows = this.db
@@ -82,4 +134,8 @@ export class InboxRepository {
     }>;
     return Object.fromEntries(rows.map((row) => [row.status, row.n]));
   }
+}
+
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (char) => `\\${char}`);
 }

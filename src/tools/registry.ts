@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
 import type { ApprovalDecision, ApprovalGate, QuestionAnswer } from "../core/approvals.js";
 import { errorMessage } from "../core/errors.js";
+import { type EventPublisher, NO_EVENTS } from "../core/events.js";
 import type { ToolCallContext, ToolRuntime } from "../core/tool-runtime.js";
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
@@ -19,6 +20,8 @@ export interface ToolRegistryOptions {
   services: ToolServices;
   approvals: ApprovalGate;
   spill?: SpillStore;
+  /** Every call is published as a `toolCall` event, as the audit records it (default: publishes nothing). */
+  events?: EventPublisher;
 }
 
 const EXCERPT_CHARS = 500;
@@ -160,6 +163,15 @@ export class ToolRegistry implements ToolRuntime {
     } catch (error) {
       this.options.logger.error({ err: error, tool: name }, "audit-write-failed");
     }
+    (this.options.events ?? NO_EVENTS).toolCall({
+      ...(callContext.budget ? { turnId: callContext.budget.turnId } : {}),
+      sessionKey: callContext.sessionKey,
+      tool: name,
+      verdict: audit.verdict,
+      ok: audit.outcome === "ok",
+      ...(audit.errorCode ? { errorCode: audit.errorCode } : {}),
+      durationMs: Math.round(audit.durationMs),
+    });
     return this.options.spill ? this.options.spill.maybeSpill(text, name) : text;
   }
 

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { type Clock, systemClock } from "../core/clock.js";
+import { type EventPublisher, NO_EVENTS } from "../core/events.js";
 import type { LlmUsage, SpendDecision, SpendPort, SpendScope } from "../core/spend.js";
 import type { Db } from "../store/index.js";
 import { BudgetAlerts } from "./budget-alerts.js";
@@ -16,6 +17,8 @@ export interface SpendGuardOptions {
   timeZone: string;
   logger: Logger;
   clock?: Clock;
+  /** Every call written to the ledger is published as an `llmCall` event (default: publishes nothing). */
+  events?: EventPublisher;
   /** Tells the owner a cap was reached (Pushover); without it the alert is only logged. */
   alert?: (alert: { title: string; message: string }) => Promise<unknown>;
 }
@@ -110,6 +113,21 @@ export class SpendGuard implements SpendPort {
       completionTokens: usage.completionTokens,
       estimated: usage.estimated,
       costUsd,
+    });
+    (this.options.events ?? NO_EVENTS).llmCall({
+      ...(where.turnId ? { turnId: where.turnId } : {}),
+      origin: where.origin,
+      sessionKey: where.sessionKey,
+      kind: usage.kind,
+      model: usage.model,
+      result: "ok",
+      ...(usage.fallback ? { fallback: true } : {}),
+      promptTokens: usage.promptTokens,
+      completionTokens: usage.completionTokens,
+      estimated: usage.estimated,
+      ...(costUsd !== null ? { costUsd } : {}),
+      latencyMs: usage.latencyMs ?? 0,
+      at: now,
     });
     const tokens =
       Math.max(0, Math.round(usage.promptTokens)) + Math.max(0, Math.round(usage.completionTokens));

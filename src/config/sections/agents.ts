@@ -39,6 +39,11 @@ export const agentLimitsSchema = z
     systemPrompt: z.string().optional(),
     /** Stream replies as an edited draft on channels that can edit messages. */
     streaming: z.boolean().default(true),
+    /**
+     * A chat turn still running after this many seconds sends one short "still working — <what is running>" note
+     * (edited in place where the channel can edit); 0 turns it off.
+     */
+    progressNoticeSecs: z.number().min(0).default(60),
     /** Nested `delegate` calls that may run (a turn nobody delegated is depth 0); 0 turns delegation off. */
     maxDelegationDepth: z.number().int().min(0).default(3),
     /** Background subagents (`spawn`) running at once; more are refused until one ends. 0 turns spawn off. */

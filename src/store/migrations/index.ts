@@ -11,6 +11,7 @@ import { questionsMigration } from "./009-questions.js";
 import { usageMigration } from "./010-usage.js";
 import { auditSenderMigration } from "./012-audit-sender.js";
 import { usageDailyMigration } from "./013-usage-daily.js";
+import { traceMigration } from "./016-trace.js";
 import { cronOutcomesMigration } from "./017-cron-outcomes.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
@@ -22,7 +23,7 @@ export interface Migration {
 
 /**
  * Every migration, in order. Numbers are reserved per feature so parallel work never collides:
- * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals, 006 job authority, 007 memory visibility, 008 tasks (subagents), 009 questions, 010 usage, 013 usage daily totals (retention), 017 cron outcomes (missed runs).
+ * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals, 006 job authority, 007 memory visibility, 008 tasks (subagents), 009 questions, 010 usage, 013 usage daily totals (retention), 016 trace (outcomes, trace_events), 017 cron outcomes (missed runs).
  */
 export const migrations: Migration[] = [
   coreMigration,
@@ -37,5 +38,6 @@ export const migrations: Migration[] = [
   auditSenderMigration,
   usageMigration,
   usageDailyMigration,
+  traceMigration,
   cronOutcomesMigration,
 ];
