@@ -8,6 +8,7 @@ import { memoryFeature } from "./memory-feature.js";
 import { retentionFeature } from "./retention-feature.js";
 import { schedulerFeature } from "./scheduler-feature.js";
 import { securityFeature } from "./security-feature.js";
+import { triggersFeature } from "./triggers-feature.js";
 import { usageFeature } from "./usage-feature.js";
 
 /** Every feature, set up in this order. Each feature adds one line here. */
@@ -19,6 +20,7 @@ export const features: MagpieFeature[] = [
   usageFeature,
   retentionFeature,
   hardwareFeature,
+  triggersFeature,
   mcpFeature,
   browserFeature,
   dashboardFeature,

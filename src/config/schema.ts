@@ -14,6 +14,7 @@ import {
   notifySchema,
 } from "./sections/services.js";
 import { toolsSchema } from "./sections/tools.js";
+import { mqttSchema, triggersSchema } from "./sections/triggers.js";
 
 /** The whole configuration. Unknown keys are errors: a typo must not silently disable a guard. */
 export const configSchema = z.strictObject({
@@ -39,6 +40,8 @@ export const configSchema = z.strictObject({
   browser: browserSchema,
   screenshot: screenshotSchema,
   composio: composioSchema,
+  triggers: triggersSchema,
+  mqtt: mqttSchema,
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

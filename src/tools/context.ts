@@ -19,6 +19,7 @@ import type { Redactor } from "../security/redact.js";
 import type { SafeHttpClient } from "../security/safe-http.js";
 import type { SkillCatalog } from "../skills/skill-catalog.js";
 import type { Store } from "../store/index.js";
+import type { TriggerService } from "../triggers/trigger-service.js";
 import type { SpillStore } from "./spill.js";
 import type { WebSearchClient } from "./web/web-search-client.js";
 
@@ -57,6 +58,8 @@ export interface ToolServices {
   skills?: SkillCatalog;
   /** Boards, pins and ports (hardware feature), for the hardware tools. */
   hardware?: HardwareService;
+  /** Event triggers and the MQTT connection (triggers feature), for the trigger tools and `mqtt_publish`. */
+  triggers?: TriggerService;
   /** The headless Chromium behind `browser` (browser feature); started on first use. */
   browser?: BrowserService;
   /** Tests: the SSRF-safe client web tools use instead of the one built from config. */

@@ -31,6 +31,7 @@ import { memoryForgetTool } from "./memory-forget.js";
 import { memoryRecallTool } from "./memory-recall.js";
 import { memoryStoreTool } from "./memory-store.js";
 import { messageTool } from "./message.js";
+import { mqttPublishTool } from "./mqtt-publish.js";
 import { pushoverTool } from "./pushover.js";
 import { scheduleTool } from "./schedule.js";
 import { screenshotTool } from "./screenshot.js";
@@ -39,6 +40,9 @@ import { shellTool } from "./shell.js";
 import { spawnTool } from "./spawn.js";
 import { spiTool } from "./spi.js";
 import { spillReadTool } from "./spill-read.js";
+import { triggerAddTool } from "./trigger-add.js";
+import { triggerListTool } from "./trigger-list.js";
+import { triggerRemoveTool } from "./trigger-remove.js";
 import { webFetchTool } from "./web-fetch.js";
 import { webSearchTool } from "./web-search.js";
 
@@ -88,5 +92,9 @@ export const builtinTools: Tool[] = [
   i2cTool,
   spiTool,
   hardwareMemoryTool,
+  triggerAddTool,
+  triggerListTool,
+  triggerRemoveTool,
+  mqttPublishTool,
   invokeSkillTool,
 ];

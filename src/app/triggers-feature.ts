@@ -1,0 +1,98 @@
+import { ConfigError } from "../core/errors.js";
+import type { SerialBackend } from "../hardware/serial-backend.js";
+import { createPushoverNotifier } from "../notify/pushover.js";
+import type { TriggerDefinition } from "../triggers/trigger.js";
+import type { TriggerRuntime } from "../triggers/trigger-runtime.js";
+import { TriggerService } from "../triggers/trigger-service.js";
+import { triggersCommand } from "../triggers/triggers-command.js";
+import { createWebhookHandler } from "../triggers/webhook-handler.js";
+import type { AppContext, MagpieFeature } from "./feature.js";
+
+/** kv key of this install's MQTT client id (the broker keeps the session under it). */
+const MQTT_CLIENT_ID_KEY = "triggers.mqtt_client_id";
+
+/**
+ * Triggers (DESIGN.md → Triggers): events from webhooks, MQTT, GPIO, serial lines and cron checks, gated by a
+ * predicate before anything runs; `/triggers`, `POST /hooks/<name>` and the service behind the trigger tools
+ * and `mqtt_publish`. The runtime (CEL predicates, the MQTT client) is loaded only when a trigger exists or a
+ * tool asks for it: a box without triggers loads neither.
+ */
+export function createTriggersFeature(options: { serial?: SerialBackend } = {}): MagpieFeature {
+  return {
+    name: "triggers",
+    async setup(app) {
+      const service = new TriggerService({
+        config: app.config.triggers,
+        kv: app.store.kv,
+        authority: () => app.authority(),
+        load: (definitions) => loadRuntime(app, definitions, options.serial),
+      });
+      app.services.triggers = service;
+      app.commands.register(triggersCommand(service));
+      const webhook = createWebhookHandler(
+        {
+          secretOf: (name) => service.loaded()?.secretOf(name),
+          handle: (name, event) => service.loaded()?.handle(name, event) ?? "dropped",
+        },
+        () => app.clock.now(),
+      );
+      app.http.route("POST", "/hooks/:name", webhook);
+      // Configured triggers are checked now: a bad `when` stops start-up with its key named.
+      if (service.hasTriggers()) await service.ready();
+      app.onStop(async () => {
+        await service.loaded()?.close();
+      });
+    },
+  };
+}
+
+async function loadRuntime(
+  app: AppContext,
+  definitions: TriggerDefinition[],
+  serial: SerialBackend | undefined,
+): Promise<TriggerRuntime> {
+  const { TriggerRuntime } = await import("../triggers/trigger-runtime.js");
+  const { createTriggerActions } = await import("../triggers/trigger-actions.js");
+  const { newClientIdPrefix } = await import("../triggers/mqtt-hub.js");
+  const { config } = app;
+  const logger = app.logger.child({ module: "triggers" });
+  let clientId = app.store.kv.get<string>(MQTT_CLIENT_ID_KEY);
+  if (!clientId) {
+    clientId = newClientIdPrefix();
+    app.store.kv.set(MQTT_CLIENT_ID_KEY, clientId);
+  }
+  const runtime = new TriggerRuntime({
+    config,
+    logger,
+    now: () => app.clock.now(),
+    ...(app.services.hardware ? { hardware: app.services.hardware } : {}),
+    ...(serial ? { serial } : {}),
+    mqttClientId: clientId,
+    run: createTriggerActions({
+      messenger: app.messenger,
+      notifier: app.services.notifier ?? createPushoverNotifier(config.notify.pushover),
+      tools: app.tools,
+      agent: app.agent,
+      authority: () => app.authority(),
+      logger,
+      maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength ?? 4_000,
+      runTimeoutMs: config.cron.runTimeoutSecs * 1000,
+    }),
+  });
+  const fromConfig = definitions.filter((definition) => definition.source === "config");
+  const problems = fromConfig.flatMap((definition) => runtime.problems(definition));
+  if (problems.length > 0) {
+    await runtime.close();
+    throw new ConfigError(problems);
+  }
+  for (const definition of definitions) {
+    const stale = definition.source === "chat" ? runtime.problems(definition) : [];
+    // A trigger made in chat that no longer fits the config (a pin removed) waits, said loudly, until fixed.
+    if (stale.length > 0) logger.error({ trigger: definition.name, problems: stale }, "trigger-not-started");
+    else await runtime.put(definition);
+  }
+  logger.info({ triggers: definitions.map((definition) => definition.name) }, "triggers-configured");
+  return runtime;
+}
+
+export const triggersFeature = createTriggersFeature();

@@ -1,0 +1,257 @@
+import type { Logger } from "pino";
+import type { MagpieConfig } from "../config/schema.js";
+import { errorMessage } from "../core/errors.js";
+import type { EventPublisher } from "../core/events.js";
+import type { PinEdge } from "../hardware/gpio-service.js";
+import type { HardwareService } from "../hardware/hardware-service.js";
+import { nodeSerialBackend, type SerialBackend } from "../hardware/serial-backend.js";
+import { compileCron, cronProblem } from "../scheduler/cron-expression.js";
+import { linearRegex } from "./linear-regex.js";
+import { type BrokerSettings, MqttHub } from "./mqtt-hub.js";
+import { predicateProblem } from "./predicate.js";
+import type { TriggerCounts, TriggerDefinition, TriggerEvent, TriggerResult } from "./trigger.js";
+import { type ActionRunner, TriggerEngine } from "./trigger-engine.js";
+import { parseBody } from "./webhook-handler.js";
+
+/** The longest serial line a trigger reads; the rest of a longer one is dropped. */
+const MAX_SERIAL_LINE = 4_096;
+
+export interface TriggerRuntimeDeps {
+  config: Pick<MagpieConfig, "mqtt" | "hardware" | "timezone" | "notify">;
+  run: ActionRunner;
+  logger: Logger;
+  now: () => number;
+  events?: EventPublisher;
+  /** The hardware feature's service, for GPIO sources (absent without boards). */
+  hardware?: HardwareService;
+  /** Serial lines (tests: a PTY through the real backend). */
+  serial?: SerialBackend;
+  /** Stable per install: MQTT session ids. */
+  mqttClientId: string;
+}
+
+/**
+ * The trigger engine with its sources attached: MQTT subscriptions, GPIO edges, serial lines and cron checks
+ * start when a trigger is put and stop when it is removed; webhooks arrive through `/hooks/<name>`.
+ * Loaded only when a trigger exists (the predicate engine and the MQTT client with it).
+ */
+export class TriggerRuntime {
+  readonly engine: TriggerEngine;
+  readonly mqtt: MqttHub;
+  private readonly detach = new Map<string, () => void>();
+  private closed = false;
+
+  constructor(private readonly deps: TriggerRuntimeDeps) {
+    this.engine = new TriggerEngine({
+      run: deps.run,
+      logger: deps.logger,
+      now: deps.now,
+      ...(deps.events ? { events: deps.events } : {}),
+    });
+    this.mqtt = new MqttHub(deps.logger, deps.mqttClientId);
+  }
+
+  /**
+   * Problems with a trigger, each naming its key (`triggers.<name>.when: …`); empty when it can run here.
+   * Checked before `put`, at start-up for the config (a config error) and by trigger_add.
+   */
+  problems(trigger: TriggerDefinition): string[] {
+    const at = `triggers.${trigger.name}`;
+    const problems: string[] = [];
+    if (trigger.when !== undefined) {
+      const problem = predicateProblem(trigger.when);
+      if (problem) problems.push(`${at}.when: ${problem}`);
+    }
+    const on = trigger.on;
+    if ("mqtt" in on && !this.broker(trigger))
+      problems.push(`${at}.on.mqtt: no broker — set mqtt.url (or on.mqtt.url)`);
+    if ("gpio" in on) {
+      const pin = this.deps.config.hardware.pins[on.gpio.pin];
+      if (!pin)
+        problems.push(`${at}.on.gpio.pin: unknown pin "${on.gpio.pin}" (declare it in hardware.pins)`);
+      else if (!pin.edge)
+        problems.push(`${at}.on.gpio.pin: pin "${on.gpio.pin}" needs an \`edge\` in hardware.pins`);
+      else if (!this.deps.hardware) problems.push(`${at}.on.gpio: no hardware.boards are configured`);
+    }
+    if ("serial" in on) {
+      const compiled = linearRegex(on.serial.match);
+      if (typeof compiled === "string") problems.push(`${at}.on.serial.match: ${compiled}`);
+    }
+    if ("cron" in on) {
+      const problem = cronProblem(on.cron);
+      if (problem) problems.push(`${at}.on.cron: ${problem}`);
+    }
+    const { pushover } = this.deps.config.notify;
+    if (trigger.deliver.pushover && !(pushover.token && pushover.user))
+      problems.push(
+        `${at}.deliver.pushover: notify.pushover.token/user are not set (PUSHOVER_TOKEN, PUSHOVER_USER_KEY)`,
+      );
+    return problems;
+  }
+
+  /** Adds or replaces a trigger and (re)attaches its source. Call `problems` first. */
+  async put(trigger: TriggerDefinition): Promise<void> {
+    this.detach.get(trigger.name)?.();
+    this.detach.delete(trigger.name);
+    this.engine.put(trigger);
+    if (!trigger.enabled) return;
+    const stop = await this.attach(trigger);
+    if (this.closed) stop();
+    else this.detach.set(trigger.name, stop);
+  }
+
+  remove(name: string): boolean {
+    this.detach.get(name)?.();
+    this.detach.delete(name);
+    return this.engine.remove(name);
+  }
+
+  /** Judges one event (webhooks come in here). */
+  handle(name: string, event: TriggerEvent): TriggerResult {
+    return this.engine.handle(name, event);
+  }
+
+  /** The webhook secret of an enabled webhook trigger, or undefined (unknown names look the same). */
+  secretOf(name: string): string | undefined {
+    const trigger = this.engine.get(name);
+    if (!trigger?.enabled || !("webhook" in trigger.on)) return undefined;
+    return trigger.on.webhook.secret;
+  }
+
+  list(): { definition: TriggerDefinition; counts: TriggerCounts }[] {
+    return this.engine.list();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const stop of this.detach.values()) stop();
+    this.detach.clear();
+    await this.mqtt.close();
+  }
+
+  /** The broker of an MQTT trigger: its own url, else the top-level `mqtt`. */
+  broker(trigger: TriggerDefinition): BrokerSettings | null {
+    const { mqtt } = this.deps.config;
+    const url = "mqtt" in trigger.on ? (trigger.on.mqtt.url ?? mqtt.url) : mqtt.url;
+    if (!url) return null;
+    return {
+      url,
+      ...(mqtt.username ? { username: mqtt.username } : {}),
+      ...(mqtt.password ? { password: mqtt.password } : {}),
+    };
+  }
+
+  private async attach(trigger: TriggerDefinition): Promise<() => void> {
+    const { name, on } = trigger;
+    const logger = this.deps.logger;
+    if ("webhook" in on) return () => {};
+    if ("mqtt" in on) {
+      const broker = this.broker(trigger);
+      if (!broker) return () => {};
+      return this.mqtt.subscribe(broker, on.mqtt.topic, ({ topic, payload }) => {
+        this.handle(name, { source: "mqtt", topic, payload: parseBody(payload), at: this.deps.now() });
+      });
+    }
+    if ("gpio" in on) {
+      const hardware = this.deps.hardware;
+      if (!hardware) return () => {};
+      const wanted = on.gpio.edge ?? "both";
+      const stop = hardware.gpio.onEdge((edge: PinEdge) => {
+        if (edge.pin !== on.gpio.pin || (wanted !== "both" && wanted !== edge.edge)) return;
+        this.handle(name, {
+          source: "gpio",
+          pin: edge.pin,
+          value: edge.value,
+          edge: edge.edge,
+          payload: { pin: edge.pin, value: edge.value, edge: edge.edge },
+          at: edge.at.getTime(),
+        });
+      });
+      await hardware.gpio.watch(on.gpio.pin).catch((error: unknown) => {
+        // The box lacks the device or the permission: said loudly; the app still runs (doctor names the fix).
+        logger.error(
+          { trigger: name, pin: on.gpio.pin, error: errorMessage(error) },
+          "trigger-gpio-watch-failed",
+        );
+      });
+      return stop;
+    }
+    if ("serial" in on) return this.attachSerial(trigger, on.serial);
+    return this.attachCron(trigger, on.cron);
+  }
+
+  private async attachSerial(
+    trigger: TriggerDefinition,
+    serial: { port: string; baud?: number; match: string },
+  ): Promise<() => void> {
+    const pattern = linearRegex(serial.match);
+    if (typeof pattern === "string") return () => {};
+    const backend = this.deps.serial ?? nodeSerialBackend;
+    let stream: Awaited<ReturnType<SerialBackend["open"]>>;
+    try {
+      stream = await backend.open(serial.port, serial.baud ?? 115_200);
+    } catch (error) {
+      this.deps.logger.error(
+        { trigger: trigger.name, port: serial.port, error: errorMessage(error) },
+        "trigger-serial-open-failed",
+      );
+      return () => {};
+    }
+    let pending = "";
+    let overlong = false;
+    stream.onData((chunk) => {
+      const text = pending + chunk.toString("utf8");
+      let start = 0;
+      let newline = text.indexOf("\n");
+      while (newline >= 0) {
+        if (!overlong) this.serialLine(trigger.name, pattern, text.slice(start, newline).replace(/\r$/, ""));
+        overlong = false;
+        start = newline + 1;
+        newline = text.indexOf("\n", start);
+      }
+      pending = text.slice(start);
+      // A line without an end yet is kept up to the cap; past it the line is skipped entirely.
+      if (pending.length > MAX_SERIAL_LINE) {
+        overlong = true;
+        pending = "";
+      }
+    });
+    return () => void stream.close().catch(() => undefined);
+  }
+
+  private serialLine(name: string, pattern: RegExp, line: string): void {
+    const match = pattern.exec(line.slice(0, MAX_SERIAL_LINE));
+    if (!match) return;
+    this.handle(name, {
+      source: "serial",
+      line,
+      payload: { line, groups: match.slice(1), named: match.groups ?? {} },
+      at: this.deps.now(),
+    });
+  }
+
+  private attachCron(trigger: TriggerDefinition, expression: string): () => void {
+    const schedule = compileCron(expression, this.deps.config.timezone);
+    let timer: NodeJS.Timeout | null = null;
+    const arm = () => {
+      const now = this.deps.now();
+      const due = schedule.next(now);
+      // Long waits are taken in steps: setTimeout can't wait past ~24.8 days.
+      const wait = Math.min(due - now, 2 ** 31 - 1);
+      timer = setTimeout(
+        () => {
+          const at = this.deps.now();
+          if (at >= due)
+            this.handle(trigger.name, { source: "cron", payload: { at: new Date(at).toISOString() }, at });
+          arm();
+        },
+        Math.max(wait, 0),
+      );
+      timer.unref();
+    };
+    arm();
+    return () => {
+      if (timer) clearTimeout(timer);
+    };
+  }
+}

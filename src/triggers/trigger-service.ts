@@ -1,0 +1,231 @@
+import type { TriggerConfig, TriggersConfig } from "../config/sections/triggers.js";
+import { type AuthorityPort, ownerIdentity, type SenderIdentity } from "../core/identity.js";
+import type { ReplyTarget } from "../core/types.js";
+import type { JobCreator } from "../scheduler/job.js";
+import { deliverRuleText } from "../scheduler/job-authority.js";
+import type { KvRepository } from "../store/kv.js";
+import { actionKind, sourceKind, type TriggerCounts, type TriggerDefinition } from "./trigger.js";
+import { TriggerError } from "./trigger-error.js";
+import type { TriggerRuntime } from "./trigger-runtime.js";
+
+const CHAT_TRIGGERS_KEY = "triggers.chat";
+/** Chat-made triggers kept at most (each one may hold a broker subscription or a timer). */
+const MAX_CHAT_TRIGGERS = 100;
+
+/** A trigger as the tools and `/triggers` show it (the webhook secret never shown). */
+export interface TriggerView {
+  name: string;
+  source: "config" | "chat";
+  on: string;
+  when: string | null;
+  do: string;
+  deliver: string;
+  enabled: boolean;
+  cooldownSecs: number;
+  maxPerHour: number;
+  createdBy: string;
+  counts: TriggerCounts;
+}
+
+/** Who makes a trigger in chat and from where (the creating turn). */
+export interface TriggerOrigin {
+  creator: JobCreator;
+  /** The chat it is made in (default report chat, where approvals go); null outside a chat. */
+  createdFrom: ReplyTarget | null;
+}
+
+/** A config trigger as it runs: the owners'. */
+export function configTrigger(name: string, trigger: TriggerConfig): TriggerDefinition {
+  const { deliver } = trigger;
+  return {
+    name,
+    on: trigger.on,
+    ...(trigger.when !== undefined ? { when: trigger.when } : {}),
+    do: trigger.do,
+    deliver: {
+      ...(deliver?.channel && deliver.chat_id
+        ? { chat: { channel: deliver.channel, chatId: deliver.chat_id } }
+        : {}),
+      pushover: deliver?.pushover ?? false,
+    },
+    cooldownSecs: trigger.cooldownSecs,
+    maxPerHour: trigger.maxPerHour,
+    enabled: trigger.enabled,
+    source: "config",
+    creator: { identity: ownerIdentity("local") },
+  };
+}
+
+/**
+ * Triggers from the config and from chat (kept in kv), with the jobs' authority rules (DESIGN.md → Security →
+ * "Jobs carry their creator's authority"): guests make none, a command needs `shell` among the creator's tools,
+ * a deliver chat must pass the `message` rule. The runtime (predicates, MQTT) is loaded on first need.
+ */
+export class TriggerService {
+  private runtime: TriggerRuntime | null = null;
+  private loading: Promise<TriggerRuntime> | null = null;
+
+  constructor(
+    private readonly deps: {
+      config: TriggersConfig;
+      kv: KvRepository;
+      authority: () => AuthorityPort;
+      /** Builds the runtime (lazy import) — with every config and stored trigger put, or throws a ConfigError. */
+      load: (definitions: TriggerDefinition[]) => Promise<TriggerRuntime>;
+    },
+  ) {}
+
+  /** Every trigger definition: config ones first, then chat ones. */
+  definitions(): TriggerDefinition[] {
+    const fromConfig = Object.entries(this.deps.config).map(([name, trigger]) =>
+      configTrigger(name, trigger),
+    );
+    return [...fromConfig, ...this.stored()];
+  }
+
+  /** True when there is anything to run (then start-up loads the runtime). */
+  hasTriggers(): boolean {
+    return Object.keys(this.deps.config).length > 0 || this.stored().length > 0;
+  }
+
+  /** The runtime, loading it on first use. */
+  async ready(): Promise<TriggerRuntime> {
+    if (this.runtime) return this.runtime;
+    this.loading ??= this.deps.load(this.definitions()).then((runtime) => {
+      this.runtime = runtime;
+      return runtime;
+    });
+    return this.loading;
+  }
+
+  /** The runtime if it is loaded (webhooks and `/triggers` never load it for nothing). */
+  loaded(): TriggerRuntime | null {
+    return this.runtime;
+  }
+
+  /** Makes a trigger from chat (trigger_add). */
+  async add(trigger: TriggerConfig & { name: string }, origin: TriggerOrigin): Promise<TriggerView> {
+    const { identity, toolNames } = origin.creator;
+    if (identity.role === "guest")
+      throw new TriggerError(
+        "trigger.guest_not_allowed",
+        `Only an owner can make triggers, and ${identity.userName ?? identity.userId} is a guest on ${identity.channel}; nothing was made.`,
+      );
+    if ("command" in trigger.do && toolNames && !toolNames.includes("shell"))
+      throw new TriggerError(
+        "trigger.tool_not_allowed",
+        `A command trigger runs shell, and this turn has no shell tool (its tools: ${toolNames.join(", ") || "none"}); nothing was made. Use message or prompt instead.`,
+      );
+    if (this.deps.config[trigger.name])
+      throw new TriggerError(
+        "trigger.exists",
+        `Trigger "${trigger.name}" is in the config file; change it there. Nothing was made.`,
+      );
+    const stored = this.stored();
+    const others = stored.filter((entry) => entry.name !== trigger.name);
+    if (others.length >= MAX_CHAT_TRIGGERS)
+      throw new TriggerError(
+        "trigger.too_many",
+        `There are already ${MAX_CHAT_TRIGGERS} triggers made in chat; remove one first.`,
+      );
+    const chat = deliverChat(trigger, origin.createdFrom);
+    if (chat && !this.deps.authority().mayDeliver(origin.createdFrom, chat))
+      throw new TriggerError(
+        "trigger.deliver_not_allowed",
+        `chat ${chat.chatId} on ${chat.channel} is not one Magpie may post to: ${deliverRuleText(chat)}; nothing was made.`,
+      );
+    const definition: TriggerDefinition = {
+      ...configTrigger(trigger.name, trigger),
+      deliver: { ...(chat ? { chat } : {}), pushover: trigger.deliver?.pushover ?? false },
+      source: "chat",
+      creator: origin.creator,
+      ...(origin.createdFrom ? { createdFrom: origin.createdFrom } : {}),
+    };
+    if (!definition.deliver.chat && !definition.deliver.pushover)
+      throw new TriggerError(
+        "trigger.no_target",
+        "Say where it reports: deliver.channel + deliver.chat_id or pushover: true.",
+      );
+    const runtime = await this.ready();
+    const problems = runtime.problems(definition);
+    if (problems.length > 0)
+      throw new TriggerError("trigger.invalid", `${problems.join("; ")}. Nothing was made.`);
+    await runtime.put(definition);
+    this.deps.kv.set(CHAT_TRIGGERS_KEY, [...others, definition]);
+    return this.view(definition, runtime);
+  }
+
+  /** Removes a chat-made trigger (config ones are changed in the file). */
+  async remove(name: string, by: SenderIdentity): Promise<boolean> {
+    if (by.role === "guest")
+      throw new TriggerError(
+        "trigger.guest_not_allowed",
+        "Only an owner can remove triggers; nothing was removed.",
+      );
+    if (this.deps.config[name])
+      throw new TriggerError("trigger.config", `Trigger "${name}" is in the config file; remove it there.`);
+    const stored = this.stored();
+    const kept = stored.filter((entry) => entry.name !== name);
+    if (kept.length === stored.length) return false;
+    this.deps.kv.set(CHAT_TRIGGERS_KEY, kept);
+    this.runtime?.remove(name);
+    return true;
+  }
+
+  /** Every trigger with its counts (zero when the runtime never loaded). */
+  list(): TriggerView[] {
+    const runtime = this.runtime;
+    if (runtime) return runtime.list().map(({ definition }) => this.view(definition, runtime));
+    return this.definitions().map((definition) => this.view(definition, null));
+  }
+
+  private view(definition: TriggerDefinition, runtime: TriggerRuntime | null): TriggerView {
+    const counts = runtime?.list().find((entry) => entry.definition.name === definition.name)?.counts ?? {
+      fired: 0,
+      filtered: 0,
+      errors: 0,
+      dropped: 0,
+    };
+    const on = definition.on;
+    const detail =
+      "webhook" in on
+        ? `POST /hooks/${definition.name}`
+        : "mqtt" in on
+          ? on.mqtt.topic
+          : "gpio" in on
+            ? `${on.gpio.pin}${on.gpio.edge ? ` ${on.gpio.edge}` : ""}`
+            : "serial" in on
+              ? `${on.serial.port} /${on.serial.match}/`
+              : on.cron;
+    const chat = definition.deliver.chat;
+    return {
+      name: definition.name,
+      source: definition.source,
+      on: `${sourceKind(on)} ${detail}`,
+      when: definition.when ?? null,
+      do: actionKind(definition.do),
+      deliver: [chat ? `${chat.channel}:${chat.chatId}` : "", definition.deliver.pushover ? "pushover" : ""]
+        .filter(Boolean)
+        .join(" + "),
+      enabled: definition.enabled,
+      cooldownSecs: definition.cooldownSecs,
+      maxPerHour: definition.maxPerHour,
+      createdBy: `${definition.creator.identity.userId} on ${definition.creator.identity.channel}`,
+      counts,
+    };
+  }
+
+  private stored(): TriggerDefinition[] {
+    return this.deps.kv.get<TriggerDefinition[]>(CHAT_TRIGGERS_KEY) ?? [];
+  }
+}
+
+/** A chat trigger reports to the chat it names, else to the chat it was made in. */
+function deliverChat(trigger: TriggerConfig, from: ReplyTarget | null): ReplyTarget | undefined {
+  const deliver = trigger.deliver;
+  if (deliver?.channel && deliver.chat_id) return { channel: deliver.channel, chatId: deliver.chat_id };
+  if (deliver?.pushover && !deliver.channel) return undefined;
+  if (!from) return undefined;
+  const { channel, chatId, threadId } = from;
+  return { channel, chatId, ...(threadId ? { threadId } : {}) };
+}

@@ -1,0 +1,65 @@
+import type { TriggerAction, TriggerSource } from "../config/sections/triggers.js";
+import type { ReplyTarget } from "../core/types.js";
+import type { JobCreator } from "../scheduler/job.js";
+
+/** What a trigger's source saw: the `event` its `when` and templates read (DESIGN.md → Triggers). */
+export interface TriggerEvent {
+  source: "webhook" | "mqtt" | "gpio" | "serial" | "cron";
+  /** Parsed JSON, or the text when it isn't JSON. */
+  payload: unknown;
+  topic?: string;
+  pin?: string;
+  value?: number;
+  edge?: "rising" | "falling";
+  line?: string;
+  headers?: Record<string, string>;
+  /** When the source saw it (epoch ms). */
+  at: number;
+}
+
+/** What became of one event (`magpie_trigger_events_total{result}`). */
+export type TriggerResult = "fired" | "filtered" | "error" | "dropped";
+
+/**
+ * One trigger as it runs, from the config or made in chat. A config trigger is the owners'; a chat trigger
+ * carries its creator's identity, tool set and chat exactly like a job (src/scheduler/job-authority.ts).
+ */
+export interface TriggerDefinition {
+  name: string;
+  on: TriggerSource;
+  when?: string;
+  do: TriggerAction;
+  /** Chat target and phone notification. */
+  deliver: { chat?: ReplyTarget; pushover: boolean };
+  cooldownSecs: number;
+  maxPerHour: number;
+  enabled: boolean;
+  source: "config" | "chat";
+  creator: JobCreator;
+  /** The chat it was made in (chat triggers): where its approval requests go. */
+  createdFrom?: ReplyTarget;
+}
+
+/** Counts since start, as `/triggers` and `trigger_list` show them. */
+export interface TriggerCounts {
+  fired: number;
+  filtered: number;
+  errors: number;
+  dropped: number;
+}
+
+/** The kind of a source, for listings. */
+export function sourceKind(on: TriggerSource): TriggerEvent["source"] {
+  if ("webhook" in on) return "webhook";
+  if ("mqtt" in on) return "mqtt";
+  if ("gpio" in on) return "gpio";
+  if ("serial" in on) return "serial";
+  return "cron";
+}
+
+/** The kind of an action, for listings. */
+export function actionKind(action: TriggerAction): "message" | "command" | "prompt" {
+  if ("message" in action) return "message";
+  if ("command" in action) return "command";
+  return "prompt";
+}

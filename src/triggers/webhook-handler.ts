@@ -1,0 +1,161 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { TriggerEvent, TriggerResult } from "./trigger.js";
+
+/** The largest body a webhook takes (DESIGN.md → Triggers). */
+export const MAX_WEBHOOK_BODY = 1024 * 1024;
+/** How far a signed timestamp may be from now, either way. */
+const WINDOW_MS = 5 * 60_000;
+/** Signatures remembered at most (valid ones only, for one window): past this, senders are asked to slow down. */
+const MAX_REMEMBERED = 10_000;
+/** Headers passed on to `event.headers` (never the signature or auth headers). */
+const PASSED_HEADERS = [
+  "content-type",
+  "user-agent",
+  "x-github-event",
+  "x-github-delivery",
+  "x-magpie-timestamp",
+];
+
+export interface WebhookTriggers {
+  /** The webhook secret of an enabled webhook trigger named `name`, or undefined. */
+  secretOf(name: string): string | undefined;
+  /** True when the trigger would drop an event now (past maxPerHour): answered 429 before the work. */
+  handle(name: string, event: TriggerEvent): TriggerResult;
+}
+
+/**
+ * `POST /hooks/<name>`: a body of at most 1 MB, signed `X-Magpie-Signature: sha256=<HMAC-SHA256 of
+ * "<X-Magpie-Timestamp>.<body>">` with the trigger's secret, the timestamp in Unix seconds within 5 minutes of
+ * now, each signature accepted once. 404 for a name that is not a webhook trigger (the same answer whatever
+ * exists), 413 for a big body, 401 for a bad, missing, replayed or stale signature, 429 when the trigger drops
+ * the event, 202 otherwise (with what became of it).
+ */
+export function createWebhookHandler(triggers: WebhookTriggers, now: () => number) {
+  const seen = new Map<string, number>();
+
+  const remember = (signature: string, at: number): boolean => {
+    for (const [key, expires] of seen) {
+      if (expires > at) break;
+      seen.delete(key);
+    }
+    if (seen.size >= MAX_REMEMBERED) return false;
+    seen.set(signature, at + 2 * WINDOW_MS);
+    return true;
+  };
+
+  return async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const answer = (status: number, body: Record<string, unknown>) => {
+      response.writeHead(status, { "content-type": "application/json" });
+      response.end(JSON.stringify(body));
+    };
+    const name = decodeName(request.url ?? "");
+    const secret = name === null ? undefined : triggers.secretOf(name);
+    if (name === null || secret === undefined) {
+      request.resume();
+      return answer(404, { error: "not found" });
+    }
+    const declared = Number(request.headers["content-length"] ?? 0);
+    if (declared > MAX_WEBHOOK_BODY) {
+      response.setHeader("connection", "close");
+      return answer(413, { error: `body over ${MAX_WEBHOOK_BODY} bytes` });
+    }
+    const body = await readCapped(request, MAX_WEBHOOK_BODY);
+    if (body === null) {
+      response.setHeader("connection", "close");
+      return answer(413, { error: `body over ${MAX_WEBHOOK_BODY} bytes` });
+    }
+    const at = now();
+    const verdict = verify(
+      secret,
+      header(request, "x-magpie-timestamp"),
+      header(request, "x-magpie-signature"),
+      body,
+      at,
+    );
+    if (verdict !== "ok") return answer(401, { error: verdict });
+    // Only after the signature is good: an unsigned request can't fill the memory of seen signatures.
+    const signature = header(request, "x-magpie-signature") ?? "";
+    if (seen.has(signature)) return answer(401, { error: "signature already used" });
+    if (!remember(signature, at)) return answer(429, { error: "too many requests" });
+    const result = triggers.handle(name, {
+      source: "webhook",
+      payload: parseBody(body),
+      headers: passedHeaders(request),
+      at,
+    });
+    if (result === "dropped") return answer(429, { error: "too many events", result });
+    return answer(202, { result });
+  };
+}
+
+/** Why a signature is refused, or "ok". */
+function verify(
+  secret: string,
+  timestamp: string | undefined,
+  signature: string | undefined,
+  body: Buffer,
+  now: number,
+): string {
+  if (!timestamp || !signature) return "missing X-Magpie-Timestamp or X-Magpie-Signature";
+  if (!/^\d{1,12}$/.test(timestamp)) return "bad timestamp";
+  if (Math.abs(now - Number(timestamp) * 1000) > WINDOW_MS) return "stale timestamp";
+  const expected = createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest();
+  const given = signature.startsWith("sha256=") ? Buffer.from(signature.slice(7), "hex") : Buffer.alloc(0);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return "bad signature";
+  return "ok";
+}
+
+/** The signature a sender puts in `X-Magpie-Signature` (tests, docs and `magpie` itself use it). */
+export function signWebhook(secret: string, timestamp: number, body: string | Buffer): string {
+  return `sha256=${createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest("hex")}`;
+}
+
+function decodeName(url: string): string | null {
+  const path = url.split("?")[0] ?? "";
+  if (!path.startsWith("/hooks/")) return null;
+  const name = path.slice("/hooks/".length);
+  return /^[a-zA-Z0-9_-]{1,64}$/.test(name) ? name : null;
+}
+
+function header(request: IncomingMessage, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function passedHeaders(request: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of PASSED_HEADERS) {
+    const value = header(request, name);
+    if (value !== undefined) headers[name] = value.slice(0, 500);
+  }
+  return headers;
+}
+
+/** Reads the body; null once it passes `limit` bytes (the rest is left unread and the connection closed). */
+function readCapped(request: IncomingMessage, limit: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      request.off("data", onData);
+      request.pause();
+      resolve(null);
+    };
+    request.on("data", onData);
+    request.once("end", () => resolve(Buffer.concat(chunks)));
+    request.once("error", reject);
+  });
+}
+
+/** JSON when the body is JSON, else its text. */
+export function parseBody(body: Buffer | string): unknown {
+  const text = typeof body === "string" ? body : body.toString("utf8");
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
