@@ -13,6 +13,7 @@ export const MISSING_PROGRAMS_FILE = "missing.jsonl";
 export const PACKAGE_OF: Readonly<Record<string, string>> = {
   bwrap: "bubblewrap",
   chromium: "chromium",
+  mosquitto: "mosquitto",
   python3: "python3",
   setpriv: "util-linux",
   socat: "socat",

@@ -1,0 +1,182 @@
+import mqtt from "mqtt";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { triggersFeature } from "../../src/app/triggers-feature.js";
+import { firstDelivery, topicMatches } from "../../src/triggers/mqtt-hub.js";
+import { waitFor } from "../fakes/http-util.js";
+import { reply } from "../fakes/openai.js";
+import { startTestApp, type TestApp } from "../helpers/harness.js";
+import { hasMosquitto, type Mosquitto, startMosquitto } from "./mosquitto.js";
+
+/** MQTT triggers against a real broker (Debian's mosquitto on a free port): gated before the LLM. */
+
+const broker = hasMosquitto();
+let mosquitto: Mosquitto | null = null;
+let app: TestApp | null = null;
+
+beforeAll(async () => {
+  if (broker) mosquitto = await startMosquitto();
+});
+afterAll(async () => {
+  await mosquitto?.stop();
+});
+afterEach(async () => {
+  await app?.stop();
+  app = null;
+});
+
+async function publisher(url: string) {
+  const client = await mqtt.connectAsync(url, { clientId: `test-${Math.random().toString(16).slice(2)}` });
+  return client;
+}
+
+const sentTexts = (testApp: TestApp) => testApp.channel!.sent.map((sent) => sent.message.text ?? "");
+const countsOf = (testApp: TestApp, name: string) =>
+  testApp.app.context.services.triggers!.list().find((view) => view.name === name)!.counts;
+
+async function start(triggers: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  app = await startTestApp({
+    features: [triggersFeature],
+    config: { mqtt: { url: mosquitto!.url }, triggers, ...extra },
+  });
+  await app.app.context.services.triggers!.loaded()?.mqtt.settled();
+  return app;
+}
+
+describe.skipIf(!broker)("MQTT triggers (real broker)", () => {
+  it("1,000 events whose predicate is false cause 0 LLM requests and 0 messages; each matching one, exactly one action", async () => {
+    const testApp = await start({
+      hot: {
+        on: { mqtt: { topic: "home/+/temperature" } },
+        when: "event.payload.temperature > 30.0",
+        do: { message: "{{event.topic}}: {{event.payload.temperature}} °C" },
+        deliver: { channel: "test", chat_id: "owner-chat" },
+        maxPerHour: 3600,
+      },
+      ask: {
+        on: { mqtt: { topic: "home/+/temperature" } },
+        when: "event.payload.temperature > 100.0",
+        do: { prompt: "Is the house on fire?" },
+        deliver: { channel: "test", chat_id: "owner-chat" },
+      },
+    });
+    const client = await publisher(mosquitto!.url);
+    for (let index = 0; index < 1_000; index++)
+      await client.publishAsync("home/kitchen/temperature", JSON.stringify({ temperature: 22 }), { qos: 1 });
+    for (let index = 0; index < 10; index++)
+      await client.publishAsync("home/attic/temperature", JSON.stringify({ temperature: 31 + index / 10 }), {
+        qos: 1,
+      });
+    await client.endAsync();
+    await waitFor(() => countsOf(testApp, "ask").filtered === 1_010, "every event judged", 20_000);
+    await waitFor(() => countsOf(testApp, "hot").fired === 10, "the matching events", 20_000);
+    await testApp.app.context.services.triggers!.loaded()!.engine.idle();
+    await waitFor(() => sentTexts(testApp).length === 10, "ten messages");
+    expect(countsOf(testApp, "hot")).toEqual({ fired: 10, filtered: 1_000, errors: 0, dropped: 0 });
+    expect(sentTexts(testApp)[0]).toBe("home/attic/temperature: 31 °C");
+    expect(sentTexts(testApp)[9]).toBe("home/attic/temperature: 31.9 °C");
+    expect(testApp.llm!.requests).toHaveLength(0);
+  });
+
+  it("attack: a flood is dropped and counted past maxPerHour, never queued", async () => {
+    const testApp = await start({
+      door: {
+        on: { mqtt: { topic: "home/door" } },
+        do: { message: "door: {{event.payload}}" },
+        deliver: { channel: "test", chat_id: "owner-chat" },
+        maxPerHour: 5,
+      },
+    });
+    const client = await publisher(mosquitto!.url);
+    await Promise.all(
+      Array.from({ length: 500 }, (_, index) =>
+        client.publishAsync("home/door", `open ${index}`, { qos: 1 }),
+      ),
+    );
+    await client.endAsync();
+    await waitFor(() => countsOf(testApp, "door").dropped === 495, "the flood judged", 20_000);
+    await testApp.app.context.services.triggers!.loaded()!.engine.idle();
+    expect(countsOf(testApp, "door")).toEqual({ fired: 5, filtered: 0, errors: 0, dropped: 495 });
+    await waitFor(() => sentTexts(testApp).length === 5, "five messages");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(sentTexts(testApp)).toHaveLength(5);
+  });
+
+  it("reconnects after the broker restarts and keeps receiving", async () => {
+    const testApp = await start({
+      ping: {
+        on: { mqtt: { topic: "test/ping" } },
+        do: { message: "ping {{event.payload}}" },
+        deliver: { channel: "test", chat_id: "owner-chat" },
+      },
+    });
+    const first = await publisher(mosquitto!.url);
+    await first.publishAsync("test/ping", "1", { qos: 1 });
+    await first.endAsync();
+    await waitFor(() => sentTexts(testApp).includes("ping 1"), "the first ping");
+    const port = mosquitto!.port;
+    await mosquitto!.stop();
+    mosquitto = await startMosquitto(port);
+    const second = await publisher(mosquitto.url);
+    // The trigger's subscription comes back with the connection (back-off starts at 1 s).
+    await waitFor(
+      async () => {
+        await second.publishAsync("test/ping", "2", { qos: 1 });
+        return sentTexts(testApp).includes("ping 2");
+      },
+      "a ping after the restart",
+      15_000,
+    );
+    await second.endAsync();
+  });
+
+  it("mqtt_publish reaches the broker on an allowed topic; elsewhere it needs an owner's approval", async () => {
+    const testApp = await start(
+      {},
+      {
+        mqtt: { url: mosquitto!.url, publishAllow: ["home/lamp/+"] },
+        security: { approvals: { require: ["risk:high"] } },
+      },
+    );
+    const listener = await publisher(mosquitto!.url);
+    const received: string[] = [];
+    listener.on("message", (topic, payload) => received.push(`${topic}=${payload.toString()}`));
+    await listener.subscribeAsync("home/#", { qos: 1 });
+    testApp.llm!.script(
+      reply.toolCalls([
+        { name: "mqtt_publish", arguments: { topic: "home/lamp/set", payload: "ON" } },
+        { name: "mqtt_publish", arguments: { topic: "home/boiler/set", payload: "OFF" } },
+      ]),
+      reply.text("Done."),
+    );
+    await testApp.channel!.receive("lamp on, boiler off");
+    await waitFor(() => sentTexts(testApp).includes("Done."), "the answer", 10_000);
+    const results = testApp.llm!.requests[1]!.messages.filter((message) => message.role === "tool");
+    expect(JSON.parse(String(results[0]?.content))).toMatchObject({
+      published: true,
+      topic: "home/lamp/set",
+    });
+    expect(String(results[1]?.content)).toMatch(/approval|denied/);
+    await waitFor(() => received.includes("home/lamp/set=ON"), "the published message");
+    expect(received).not.toContain("home/boiler/set=OFF");
+    await listener.endAsync();
+  });
+});
+
+describe("MQTT details", () => {
+  it("a redelivered QoS 1 message (DUP) is not run twice; a new one with the same id is", () => {
+    const recent = new Set<string>();
+    const payload = Buffer.from('{"t":1}');
+    expect(firstDelivery(recent, 7, false, "a/b", payload)).toBe(true);
+    expect(firstDelivery(recent, 7, true, "a/b", payload)).toBe(false);
+    expect(firstDelivery(recent, 7, false, "a/b", Buffer.from('{"t":2}'))).toBe(true);
+  });
+
+  it("matches topic filters with + and #", () => {
+    expect(topicMatches("home/+/temperature", "home/attic/temperature")).toBe(true);
+    expect(topicMatches("home/+/temperature", "home/attic/humidity")).toBe(false);
+    expect(topicMatches("home/#", "home")).toBe(true);
+    expect(topicMatches("home/#", "home/a/b/c")).toBe(true);
+    expect(topicMatches("#", "$SYS/broker")).toBe(false);
+    expect(topicMatches("home/+", "home/a/b")).toBe(false);
+  });
+});
