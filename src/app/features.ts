@@ -5,10 +5,13 @@ import type { MagpieFeature } from "./feature.js";
 import { hardwareFeature } from "./hardware-feature.js";
 import { mcpFeature } from "./mcp-feature.js";
 import { memoryFeature } from "./memory-feature.js";
+import { metricsFeature } from "./metrics-feature.js";
 import { retentionFeature } from "./retention-feature.js";
 import { schedulerFeature } from "./scheduler-feature.js";
 import { securityFeature } from "./security-feature.js";
+import { traceFeature } from "./trace-feature.js";
 import { triggersFeature } from "./triggers-feature.js";
+import { undeliverableFeature } from "./undeliverable-feature.js";
 import { usageFeature } from "./usage-feature.js";
 
 /** Every feature, set up in this order. Each feature adds one line here. */
@@ -18,10 +21,13 @@ export const features: MagpieFeature[] = [
   memoryFeature,
   schedulerFeature,
   usageFeature,
+  traceFeature,
+  undeliverableFeature,
   retentionFeature,
   hardwareFeature,
   triggersFeature,
   mcpFeature,
   browserFeature,
   dashboardFeature,
+  metricsFeature,
 ];

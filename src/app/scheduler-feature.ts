@@ -32,6 +32,7 @@ export const schedulerFeature: MagpieFeature = {
       },
       maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength,
       authority,
+      events: app.events,
     });
     const messaging: MessagingService = {
       messenger: app.messenger,

@@ -26,6 +26,7 @@ describe("start-up stays lean", () => {
       "onoff",
       "i2c-bus",
       "spi-device",
+      "prom-client",
     ]) {
       expect(loaded, heavy).not.toContain(heavy);
     }

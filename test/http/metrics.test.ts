@@ -1,0 +1,239 @@
+import { networkInterfaces } from "node:os";
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { metricsFeature } from "../../src/app/metrics-feature.js";
+import { schedulerFeature } from "../../src/app/scheduler-feature.js";
+import { usageFeature } from "../../src/app/usage-feature.js";
+import { eventPublisher } from "../../src/core/events.js";
+import { createMetrics, isLoopback } from "../../src/http/metrics.js";
+import type { Scheduler } from "../../src/scheduler/scheduler.js";
+import { Store } from "../../src/store/index.js";
+import { reply } from "../fakes/openai.js";
+import { startTestApp, type TestApp } from "../helpers/harness.js";
+import { parseExposition, type Samples, sumOf } from "./metrics-exposition.js";
+
+const TOKEN = "metrics-token-0123456789abcdef";
+
+/** The machine's first non-loopback IPv4 address, if it has one. */
+const externalAddress = Object.values(networkInterfaces())
+  .flat()
+  .find((address) => address && address.family === "IPv4" && !address.internal)?.address;
+
+async function scrape(url: string, headers: Record<string, string> = {}): Promise<Samples> {
+  const response = await fetch(`${url}/metrics`, { headers });
+  expect(response.status).toBe(200);
+  expect(response.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parseExposition(await response.text()).samples;
+}
+
+describe("metrics from the event stream (unit)", () => {
+  it("counts each app's events only, and reads the gauges from the database", async () => {
+    const store = Store.open(":memory:");
+    const app = `metrics-unit-${Math.random()}`;
+    const metrics = createMetrics({ app, db: store.db, channels: () => new Map(), now: Date.now });
+    const events = eventPublisher(app);
+    const other = eventPublisher(`other-${Math.random()}`);
+    try {
+      events.messageReceived({
+        inboxId: 7,
+        channel: "telegram",
+        chatId: "1",
+        messageId: "m1",
+        sessionKey: "telegram:1",
+        userId: "u",
+        textChars: 5,
+      });
+      events.messageOutcome({ inboxIds: [7], outcome: "answered" });
+      other.messageOutcome({ inboxIds: [7], outcome: "failed" });
+      events.accessDecided({
+        channel: "discord",
+        chatId: "2",
+        messageId: "x",
+        userId: "s",
+        verdict: "refused",
+      });
+      events.llmCall({
+        origin: "user",
+        kind: "chat",
+        model: "m",
+        result: "ok",
+        promptTokens: 100,
+        completionTokens: 20,
+        estimated: false,
+        costUsd: 0.25,
+        latencyMs: 40,
+      });
+      events.toolCall({ sessionKey: "s", tool: "file_read", verdict: "allowed", ok: true, durationMs: 3 });
+      events.turnFinished({
+        turnId: "t",
+        origin: "user",
+        sessionKey: "s",
+        agent: "main",
+        inboxIds: [7],
+        status: "ok",
+        durationMs: 1500,
+        iterations: 2,
+        toolCalls: 1,
+      });
+      events.cronRun({ jobId: "1", name: "backup", status: "missed", lagSeconds: 7200, durationMs: 0 });
+      events.cronRun({ jobId: "1", name: "backup", status: "ran", lagSeconds: 0.5, durationMs: 10 });
+      events.triggerEvent({ trigger: "door", result: "fired" });
+      store.outbox.enqueue({ channel: "telegram", chatId: "1" }, { text: "hi" }, {});
+      const { samples, types } = parseExposition(await metrics.render());
+      expect(samples.get('magpie_messages_total{channel="telegram",outcome="answered"}')).toBe(1);
+      expect(sumOf(samples, "magpie_messages_total", { outcome: "failed" })).toBe(0);
+      expect(samples.get('magpie_messages_total{channel="discord",outcome="refused"}')).toBe(1);
+      expect(samples.get('magpie_llm_requests_total{model="m",origin="user",result="ok"}')).toBe(1);
+      expect(samples.get('magpie_llm_tokens_total{model="m",kind="prompt"}')).toBe(100);
+      expect(samples.get('magpie_llm_tokens_total{model="m",kind="completion"}')).toBe(20);
+      expect(samples.get('magpie_llm_cost_usd_total{model="m"}')).toBe(0.25);
+      expect(samples.get('magpie_tool_calls_total{tool="file_read",verdict="allowed"}')).toBe(1);
+      expect(samples.get('magpie_turn_seconds_count{origin="user"}')).toBe(1);
+      expect(samples.get('magpie_turn_seconds_bucket{le="2",origin="user"}')).toBe(1);
+      expect(samples.get('magpie_cron_runs_total{job="backup",status="missed"}')).toBe(1);
+      expect(samples.get('magpie_cron_lag_seconds{job="backup"}')).toBe(0.5);
+      expect(samples.get('magpie_trigger_events_total{trigger="door",result="fired"}')).toBe(1);
+      expect(samples.get("magpie_outbox_pending")).toBe(1);
+      expect(samples.get("magpie_inbox_pending")).toBe(0);
+      expect(types.get("magpie_turn_seconds")).toBe("histogram");
+      expect(types.get("process_resident_memory_bytes")).toBe("gauge");
+    } finally {
+      metrics.close();
+      store.close();
+    }
+  });
+
+  it("knows loopback addresses, mapped ones included, and nothing else", () => {
+    for (const address of ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"]) {
+      expect(isLoopback(address)).toBe(true);
+    }
+    for (const address of [
+      "10.0.0.1",
+      "::ffff:10.0.0.1",
+      "0.0.0.0",
+      "::",
+      "fe80::1",
+      "127.0.0.1.evil",
+      undefined,
+    ]) {
+      expect(isLoopback(address)).toBe(false);
+    }
+  });
+});
+
+describe("GET /metrics on a running app", () => {
+  let testApp: TestApp | undefined;
+  afterEach(async () => {
+    await testApp?.stop();
+    testApp = undefined;
+  });
+
+  it("is not served unless enabled", async () => {
+    testApp = await startTestApp({ features: [metricsFeature] });
+    expect((await fetch(`${testApp.url}/metrics`)).status).toBe(404);
+  });
+
+  it("counters move after a message, a tool call and a cron run; nothing moves while idle", async () => {
+    testApp = await startTestApp({
+      features: [schedulerFeature, usageFeature, metricsFeature],
+      config: { http: { metrics: { enabled: true } } },
+    });
+    const { channel, llm, url } = testApp;
+    const before = await scrape(url);
+    expect(sumOf(before, "magpie_messages_total")).toBe(0);
+    expect(before.get('magpie_channel_up{channel="test"}')).toBe(1);
+
+    llm!.script(reply.toolCalls([{ name: "file_list", arguments: { path: "." } }]), reply.text("all listed"));
+    await channel!.receive("list my files");
+    await channel!.waitForSent(1);
+    const scheduler = testApp.app.context.services.scheduler as Scheduler;
+    const job = scheduler.add({ name: "nightly", expression: "0 3 * * *", message: "good night" });
+    await scheduler.runNow(job.id);
+
+    await expect
+      .poll(async () => sumOf(await scrape(url), "magpie_messages_total", { outcome: "answered" }))
+      .toBe(1);
+    const after = await scrape(url);
+    expect(after.get('magpie_messages_total{channel="test",outcome="answered"}')).toBe(1);
+    expect(sumOf(after, "magpie_tool_calls_total", { tool: "file_list" })).toBe(1);
+    expect(sumOf(after, "magpie_llm_requests_total", { result: "ok" })).toBe(2);
+    expect(sumOf(after, "magpie_turn_seconds_count", { origin: "user" })).toBe(1);
+    expect(after.get('magpie_cron_runs_total{job="nightly",status="ran"}')).toBe(1);
+
+    // Idle: two scrapes 2 s apart differ only in process metrics.
+    const first = await scrape(url);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const second = await scrape(url);
+    const moved = [...second].filter(([key, value]) => first.get(key) !== value).map(([key]) => key);
+    const processOnly = /^(process_|nodejs_|magpie_event_loop_lag_seconds)/;
+    expect(moved.filter((key) => !processOnly.test(key))).toEqual([]);
+    expect([...first.keys()].filter((key) => !second.has(key))).toEqual([]);
+  });
+});
+
+describe("GET /metrics access (attacks)", () => {
+  let testApp: TestApp | undefined;
+  afterEach(async () => {
+    await testApp?.stop();
+    testApp = undefined;
+  });
+
+  it.skipIf(!externalAddress)(
+    "without a token: a client from a non-loopback address is refused, whatever it forwards",
+    async () => {
+      testApp = await startTestApp({
+        features: [metricsFeature],
+        config: { http: { host: "0.0.0.0", metrics: { enabled: true } } },
+      });
+      const port = testApp.app.http.address!.port;
+      const external = `http://${externalAddress}:${port}`;
+      const spoofs: Array<Record<string, string>> = [
+        {},
+        { "x-forwarded-for": "127.0.0.1", "x-real-ip": "127.0.0.1" },
+      ];
+      for (const headers of spoofs) {
+        const response = await fetch(`${external}/metrics`, { headers });
+        expect(response.status).toBe(403);
+        expect(await response.text()).not.toMatch(/magpie_/);
+      }
+      expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(200);
+    },
+  );
+
+  it("with a token: a missing or wrong token is 401 from anywhere, and the token never reaches the logs", async () => {
+    const lines: string[] = [];
+    const logger = pino(
+      { level: "trace" },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
+    testApp = await startTestApp({
+      features: [metricsFeature],
+      logger,
+      config: {
+        http: { host: externalAddress ? "0.0.0.0" : "127.0.0.1", metrics: { enabled: true, token: TOKEN } },
+      },
+    });
+    const port = testApp.app.http.address!.port;
+    const hosts = ["127.0.0.1", ...(externalAddress ? [externalAddress] : [])];
+    for (const host of hosts) {
+      const url = `http://${host}:${port}/metrics`;
+      expect((await fetch(url)).status).toBe(401);
+      expect((await fetch(url, { headers: { authorization: `Bearer ${TOKEN}x` } })).status).toBe(401);
+      expect((await fetch(url, { headers: { authorization: `Bearer ${TOKEN.slice(0, -1)}` } })).status).toBe(
+        401,
+      );
+      expect((await fetch(url, { headers: { authorization: TOKEN } })).status).toBe(401);
+      const good = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(good.status).toBe(200);
+      expect(await good.text()).toMatch(/^# HELP /m);
+    }
+    expect(lines.some((line) => line.includes("metrics-unauthorized"))).toBe(true);
+    expect(lines.filter((line) => line.includes(TOKEN.slice(0, 20)))).toEqual([]);
+  });
+});
