@@ -1,6 +1,7 @@
 import mqtt from "mqtt";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { triggersFeature } from "../../src/app/triggers-feature.js";
+import type { ConfigInput } from "../../src/config/schema.js";
 import { firstDelivery, topicMatches } from "../../src/triggers/mqtt-hub.js";
 import { waitFor } from "../fakes/http-util.js";
 import { reply } from "../fakes/openai.js";
@@ -33,7 +34,7 @@ const sentTexts = (testApp: TestApp) => testApp.channel!.sent.map((sent) => sent
 const countsOf = (testApp: TestApp, name: string) =>
   testApp.app.context.services.triggers!.list().find((view) => view.name === name)!.counts;
 
-async function start(triggers: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+async function start(triggers: NonNullable<ConfigInput["triggers"]>, extra: ConfigInput = {}) {
   app = await startTestApp({
     features: [triggersFeature],
     config: { mqtt: { url: mosquitto!.url }, triggers, ...extra },
