@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../fakes/http-util.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
 import { FakeTelegram } from "../fakes/telegram.js";
-import { hasPrograms } from "../helpers/requires.js";
+import { hasWorkingSandbox } from "../helpers/requires.js";
 import { ShippedBot } from "./shipped-bot.js";
 
 /**
@@ -51,7 +51,7 @@ describe("shipped build: cron jobs delivered to Telegram, and the cron CLI", () 
           },
         },
         // Command jobs run in the shell's sandbox; explicit, so the test does not depend on the machine.
-        tools: { shell: { sandbox: hasPrograms("bwrap") ? "bwrap" : "off" } },
+        tools: { shell: { sandbox: (await hasWorkingSandbox()) ? "bwrap" : "off" } },
         cron: {
           jobs: [
             // Never due in the test (1 January): it runs only when `magpie cron run` asks for it.

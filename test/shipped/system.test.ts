@@ -7,7 +7,7 @@ import { waitFor } from "../fakes/http-util.js";
 import { type ChatRequestBody, type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { type PtyDevice, startPtyDevice } from "../hardware/pty-device.js";
-import { hasPrograms } from "../helpers/requires.js";
+import { hasPrograms, hasWorkingSandbox } from "../helpers/requires.js";
 import { EVERYTHING } from "../mcp/mcp-helpers.js";
 import { ShippedBot } from "./shipped-bot.js";
 import { toolResults } from "./tool-results.js";
@@ -22,7 +22,7 @@ const OWNER = 601;
 const DM = { id: OWNER, type: "private" as const };
 /** In the bot's .env, next to its config: the sandboxed shell must not be able to read it. */
 const ENV_CANARY = "shedcanary8Hq2Zx4";
-const SANDBOX = hasPrograms("bwrap");
+const SANDBOX = await hasWorkingSandbox();
 const SERIAL = hasPrograms("socat");
 
 async function freePort(): Promise<number> {
