@@ -65,6 +65,7 @@ async function loadRuntime(
     config,
     logger,
     now: () => app.clock.now(),
+    events: app.events,
     ...(app.services.hardware ? { hardware: app.services.hardware } : {}),
     ...(serial ? { serial } : {}),
     mqttClientId: clientId,

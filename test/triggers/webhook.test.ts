@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { triggersFeature } from "../../src/app/triggers-feature.js";
+import { magpieEvents } from "../../src/core/events.js";
 import { signWebhook } from "../../src/triggers/webhook-handler.js";
 import { waitFor } from "../fakes/http-util.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
@@ -56,6 +57,10 @@ const sentTexts = (testApp: TestApp) => testApp.channel!.sent.map((sent) => sent
 describe("webhook triggers", () => {
   it("a signed event whose predicate holds sends the templated message (no LLM); a false one is filtered", async () => {
     const testApp = await start();
+    const published: string[] = [];
+    const stop = magpieEvents.triggerEvent.subscribe(testApp.app.events.app, (event) =>
+      published.push(`${event.trigger}:${event.result}`),
+    );
     const fired = await post(testApp, JSON.stringify({ repo: "magpie", action: "completed" }));
     expect(fired).toEqual({ status: 202, body: { result: "fired" } });
     await waitFor(() => sentTexts(testApp).length === 1, "the message");
@@ -68,6 +73,9 @@ describe("webhook triggers", () => {
     const views = testApp.app.context.services.triggers!.list();
     expect(views[0]?.counts).toEqual({ fired: 1, filtered: 1, errors: 1, dropped: 0 });
     expect(sentTexts(testApp)).toHaveLength(1);
+    // Each event's result is published for /metrics and the other subscribers.
+    expect(published).toEqual(["deploy:fired", "deploy:filtered", "deploy:error"]);
+    stop();
   });
 
   it("attack: a forged signature, a missing one, a replay and a stale timestamp are refused with 401", async () => {
