@@ -27,6 +27,9 @@ Commands:
   cron list|add|remove|run|runs
   send <channel> <chatId> <text>   deliver a message through the outbox
   usage [--since <date>] [--json]  LLM usage and cost by model and by origin
+  trace <message>|--chat <channel>:<chatId> [--json]
+                        a message's life: access, turn, LLM and tool calls, delivery, outcome
+                        (<message>: inbox id, <channel>:<chatId>:<messageId> or last)
   backup [--to <file>]  copy the database while Magpie runs (SQLite online backup)
   version               print the version (also --version)
   help                  show this text (also --help)
@@ -157,6 +160,7 @@ const SUBCOMMANDS: Record<string, () => Promise<{ run: CliCommand }>> = {
   memory: () => import("./commands/memory.js"),
   pair: () => import("./commands/pair.js"),
   send: () => import("./commands/send.js"),
+  trace: () => import("./commands/trace.js"),
   usage: () => import("./commands/usage.js"),
 };
 

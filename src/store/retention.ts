@@ -41,7 +41,7 @@ function deleteOldest(db: Db, table: string, where: string) {
   return (before: number, limit: number) => statement.run({ before, limit }).changes;
 }
 
-/** The core tables: audit log, inbox, outbox, conversation history. */
+/** The core tables: audit log, inbox (and its trace rows), outbox, conversation history. */
 export function storeTargets(
   db: Db,
   days: {
@@ -69,6 +69,13 @@ export function storeTargets(
         `received_at < @before AND status IN ('done', 'interrupted', 'failed')
          AND NOT EXISTS (SELECT 1 FROM outbox WHERE outbox.inbox_id = inbox.id AND outbox.status = 'pending')`,
       ),
+    },
+    {
+      // The trace of a message goes with it.
+      key: "inboxDays",
+      table: "trace_events",
+      days: days.inboxDays,
+      prune: deleteOldest(db, "trace_events", "at < @before"),
     },
     {
       key: "outboxDays",

@@ -1,0 +1,352 @@
+import type Database from "better-sqlite3";
+import type { MessageOutcome } from "../core/events.js";
+import type { Db } from "./database.js";
+import type { InboxItem } from "./inbox.js";
+
+/** What a trace row records (from the core's events). */
+export type TraceKind =
+  | "access"
+  | "received"
+  | "turn_started"
+  | "turn_finished"
+  | "llm"
+  | "tool"
+  | "delivery"
+  | "outcome";
+
+export interface TraceRow {
+  at: number;
+  kind: TraceKind;
+  inboxId?: number | null;
+  turnId?: string | null;
+  outboxId?: number | null;
+  channel?: string | null;
+  chatId?: string | null;
+  messageId?: string | null;
+  data: Record<string, unknown>;
+}
+
+interface StoredRow {
+  id: number;
+  at: number;
+  kind: TraceKind;
+  inbox_id: number | null;
+  turn_id: string | null;
+  outbox_id: number | null;
+  channel: string | null;
+  chat_id: string | null;
+  message_id: string | null;
+  data: string;
+}
+
+/** A refused message as trace keeps it: metadata only, never its text. */
+export interface RefusedMessage {
+  at: number;
+  channel: string;
+  chatId: string;
+  messageId: string;
+  userId: string;
+  verdict: string;
+  reason: string | null;
+}
+
+/** The `trace_events` table: what `magpie trace` knows beyond the inbox, outbox, audit and ledger. */
+export class TraceRepository {
+  private readonly insertRow: Database.Statement;
+
+  constructor(private readonly db: Db) {
+    this.insertRow = db.prepare(
+      `INSERT INTO trace_events (at, kind, inbox_id, turn_id, outbox_id, channel, chat_id, message_id, data)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+  }
+
+  record(row: TraceRow): void {
+    this.insertRow.run(
+      row.at,
+      row.kind,
+      row.inboxId ?? null,
+      row.turnId ?? null,
+      row.outboxId ?? null,
+      row.channel ?? null,
+      row.chatId ?? null,
+      row.messageId ?? null,
+      JSON.stringify(row.data),
+    );
+  }
+
+  /** The access verdict recorded for a platform message (the newest). */
+  accessOf(channel: string, chatId: string, messageId: string): RefusedMessage | undefined {
+    const row = this.db
+      .prepare(
+        "SELECT * FROM trace_events WHERE kind = 'access' AND channel = ? AND chat_id = ? AND message_id = ? ORDER BY id DESC LIMIT 1",
+      )
+      .get(channel, chatId, messageId) as StoredRow | undefined;
+    return row ? toRefused(row) : undefined;
+  }
+
+  /** Refused messages, newest first; of one chat when given. */
+  refused(limit: number, chat?: { channel: string; chatId: string }): RefusedMessage[] {
+    const rows = (
+      chat
+        ? this.db
+            .prepare(
+              "SELECT * FROM trace_events WHERE kind = 'access' AND channel = ? AND chat_id = ? AND json_extract(data, '$.verdict') != 'allowed' ORDER BY id DESC LIMIT ?",
+            )
+            .all(chat.channel, chat.chatId, limit)
+        : this.db
+            .prepare(
+              "SELECT * FROM trace_events WHERE kind = 'access' AND json_extract(data, '$.verdict') != 'allowed' ORDER BY id DESC LIMIT ?",
+            )
+            .all(limit)
+    ) as StoredRow[];
+    return rows.map(toRefused);
+  }
+
+  /** The turn ids that answered an inbox message. */
+  turnsOf(inboxId: number): string[] {
+    return this.db
+      .prepare(
+        "SELECT DISTINCT turn_id FROM trace_events WHERE kind = 'turn_started' AND inbox_id = ? AND turn_id IS NOT NULL",
+      )
+      .pluck()
+      .all(inboxId) as string[];
+  }
+
+  /** Every row of these turns (delegations, spawned tasks and follow-ups share their cause's id), in order. */
+  rowsOfTurns(turnIds: string[]): Array<TraceRow & { id: number }> {
+    if (turnIds.length === 0) return [];
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM trace_events WHERE turn_id IN (${turnIds.map(() => "?").join(", ")}) ORDER BY at, id`,
+      )
+      .all(...turnIds) as StoredRow[];
+    return rows.map(toRow);
+  }
+
+  /** The outbox items that answer an inbox message, in order. */
+  outboxOf(inboxId: number): TracedDelivery[] {
+    const rows = this.db
+      .prepare("SELECT * FROM outbox WHERE inbox_id = ? ORDER BY id")
+      .all(inboxId) as Array<{
+      id: number;
+      origin: string;
+      status: string;
+      attempts: number;
+      parts_sent: number;
+      platform_message_ids: string;
+      last_error: string | null;
+      created_at: number;
+      sent_at: number | null;
+      payload: string;
+    }>;
+    return rows.map((row) => ({
+      outboxId: row.id,
+      origin: row.origin,
+      status: row.status,
+      attempts: row.attempts,
+      parts: row.parts_sent,
+      platformMessageIds: (JSON.parse(row.platform_message_ids) as string[]).filter(Boolean),
+      lastError: row.last_error,
+      createdAt: row.created_at,
+      sentAt: row.sent_at,
+      text: (JSON.parse(row.payload) as { text?: string }).text ?? "",
+    }));
+  }
+
+  /** An inbox message's own rows (received, deliveries, outcomes). */
+  rowsOfInbox(inboxId: number): Array<TraceRow & { id: number }> {
+    const rows = this.db
+      .prepare("SELECT * FROM trace_events WHERE inbox_id = ? ORDER BY at, id")
+      .all(inboxId) as StoredRow[];
+    return rows.map(toRow);
+  }
+}
+
+function toRow(row: StoredRow): TraceRow & { id: number } {
+  return {
+    id: row.id,
+    at: row.at,
+    kind: row.kind,
+    inboxId: row.inbox_id,
+    turnId: row.turn_id,
+    outboxId: row.outbox_id,
+    channel: row.channel,
+    chatId: row.chat_id,
+    messageId: row.message_id,
+    data: JSON.parse(row.data) as Record<string, unknown>,
+  };
+}
+
+function toRefused(row: StoredRow): RefusedMessage {
+  const data = JSON.parse(row.data) as { userId?: string; verdict?: string; reason?: string };
+  return {
+    at: row.at,
+    channel: row.channel ?? "",
+    chatId: row.chat_id ?? "",
+    messageId: row.message_id ?? "",
+    userId: data.userId ?? "",
+    verdict: data.verdict ?? "refused",
+    reason: data.reason ?? null,
+  };
+}
+
+/** One turn in a message's trace. */
+export interface TracedTurn {
+  turnId: string;
+  origin: string;
+  agent: string;
+  startedAt: number;
+  finishedAt: number | null;
+  status: string | null;
+  errorCode: string | null;
+  durationMs: number | null;
+  iterations: number | null;
+  /** LLM and tool calls in order. */
+  steps: TracedStep[];
+}
+
+export type TracedStep =
+  | {
+      type: "llm";
+      at: number;
+      kind: string;
+      model: string;
+      result: string;
+      promptTokens: number;
+      completionTokens: number;
+      estimated: boolean;
+      costUsd: number | null;
+      latencyMs: number;
+      fallback: boolean;
+      errorCode: string | null;
+    }
+  | {
+      type: "tool";
+      at: number;
+      tool: string;
+      verdict: string;
+      ok: boolean;
+      errorCode: string | null;
+      durationMs: number;
+    };
+
+export interface TracedDelivery {
+  outboxId: number;
+  origin: string;
+  status: string;
+  attempts: number;
+  parts: number;
+  platformMessageIds: string[];
+  lastError: string | null;
+  createdAt: number;
+  sentAt: number | null;
+  text: string;
+}
+
+/** A message's life, from the database alone (`magpie trace`, the dashboard's trace page). */
+export interface MessageTrace {
+  inboxId: number;
+  channel: string;
+  chatId: string;
+  messageId: string;
+  userId: string;
+  sessionKey: string;
+  text: string;
+  receivedAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  status: string;
+  outcome: MessageOutcome | null;
+  cause: string | null;
+  access: { verdict: string; reason: string | null } | null;
+  turns: TracedTurn[];
+  deliveries: TracedDelivery[];
+}
+
+/** Builds a message's trace from the inbox, `trace_events` and the outbox. */
+export function traceOf(trace: TraceRepository, item: InboxItem): MessageTrace {
+  const { message } = item;
+  const access = trace.accessOf(message.channel, message.chatId, message.messageId);
+  const turns = new Map<string, TracedTurn>();
+  // Several turns may share an id (a delegation runs under its caller's): they are told apart by start order.
+  const open: TracedTurn[] = [];
+  let current: TracedTurn | undefined;
+  for (const row of trace.rowsOfTurns(trace.turnsOf(item.id))) {
+    const data = row.data;
+    if (row.kind === "turn_started") {
+      current = {
+        turnId: row.turnId ?? "",
+        origin: String(data.origin ?? ""),
+        agent: String(data.agent ?? ""),
+        startedAt: row.at,
+        finishedAt: null,
+        status: null,
+        errorCode: null,
+        durationMs: null,
+        iterations: null,
+        steps: [],
+      };
+      turns.set(`${row.turnId}#${turns.size}`, current);
+      open.push(current);
+    } else if (row.kind === "turn_finished") {
+      const turn =
+        [...open]
+          .reverse()
+          .find((candidate) => candidate.agent === data.agent && candidate.origin === data.origin) ??
+        open[open.length - 1];
+      if (!turn) continue;
+      turn.finishedAt = row.at;
+      turn.status = String(data.status ?? "");
+      turn.errorCode = (data.errorCode as string | undefined) ?? null;
+      turn.durationMs = Number(data.durationMs ?? 0);
+      turn.iterations = Number(data.iterations ?? 0);
+      open.splice(open.indexOf(turn), 1);
+      current = open[open.length - 1] ?? turn;
+    } else if (row.kind === "llm" && current) {
+      (open[open.length - 1] ?? current).steps.push({
+        type: "llm",
+        at: row.at,
+        kind: String(data.kind ?? "chat"),
+        model: String(data.model ?? ""),
+        result: String(data.result ?? ""),
+        promptTokens: Number(data.promptTokens ?? 0),
+        completionTokens: Number(data.completionTokens ?? 0),
+        estimated: data.estimated === true,
+        costUsd: typeof data.costUsd === "number" ? data.costUsd : null,
+        latencyMs: Number(data.latencyMs ?? 0),
+        fallback: data.fallback === true,
+        errorCode: (data.errorCode as string | undefined) ?? null,
+      });
+    } else if (row.kind === "tool" && current) {
+      (open[open.length - 1] ?? current).steps.push({
+        type: "tool",
+        at: row.at,
+        tool: String(data.tool ?? ""),
+        verdict: String(data.verdict ?? ""),
+        ok: data.ok === true,
+        errorCode: (data.errorCode as string | undefined) ?? null,
+        durationMs: Number(data.durationMs ?? 0),
+      });
+    }
+  }
+  const outbox = trace.outboxOf(item.id);
+  return {
+    inboxId: item.id,
+    channel: message.channel,
+    chatId: message.chatId,
+    messageId: message.messageId,
+    userId: message.userId,
+    sessionKey: item.sessionKey,
+    text: message.text,
+    receivedAt: item.receivedAt,
+    startedAt: item.startedAt,
+    finishedAt: item.finishedAt,
+    status: item.status,
+    outcome: item.outcome,
+    cause: item.outcomeCause,
+    access: access ? { verdict: access.verdict, reason: access.reason } : null,
+    turns: [...turns.values()],
+    deliveries: outbox,
+  };
+}
