@@ -13,6 +13,7 @@ import { memoryRoutes } from "./pages/memory-page.js";
 import type { DashboardDeps } from "./pages/page-context.js";
 import { sessionRoutes } from "./pages/sessions-page.js";
 import { statusPage } from "./pages/status-page.js";
+import { traceRoutes } from "./pages/trace-page.js";
 import { usageRoutes } from "./pages/usage-page.js";
 
 export type { DashboardDeps };
@@ -38,7 +39,15 @@ export function mountDashboard(app: HttpApp, deps: DashboardDeps, webChat: WebCh
   app.get("/ui/events", (c) => feed.stream(c));
 
   app.get("/", (c) => c.html(layout("Status", statusPage(deps.channels()))));
-  for (const routes of [approvalRoutes, sessionRoutes, cronRoutes, memoryRoutes, auditRoutes, usageRoutes]) {
+  for (const routes of [
+    approvalRoutes,
+    sessionRoutes,
+    traceRoutes,
+    cronRoutes,
+    memoryRoutes,
+    auditRoutes,
+    usageRoutes,
+  ]) {
     routes(app, deps);
   }
   chatRoutes(app, webChat);

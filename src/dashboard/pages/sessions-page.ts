@@ -11,6 +11,16 @@ interface SessionRow {
 }
 
 const SESSIONS_SHOWN = 100;
+const RECEIVED_SHOWN = 50;
+
+interface ReceivedRow {
+  id: number;
+  received_at: number;
+  status: string;
+  outcome: string | null;
+  outcome_cause: string | null;
+  text: string | null;
+}
 
 function messageText(message: ChatMessage): string {
   if (message.role === "assistant" && message.tool_calls?.length) {
@@ -54,8 +64,31 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
     const url = `/ui/sessions/${encodeURIComponent(key)}`;
     const summary = deps.store.history.summary(key);
     const messages = deps.store.history.load(key);
+    // The messages received in this session, each linked to its trace (newest first).
+    const received = deps.store.db
+      .prepare(
+        `SELECT id, received_at, status, outcome, outcome_cause, json_extract(payload, '$.text') AS text
+         FROM inbox WHERE session_key = ? ORDER BY id DESC LIMIT ${RECEIVED_SHOWN}`,
+      )
+      .all(key) as ReceivedRow[];
     const part = html`<div id="history" hx-get="${url}" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
       <p><b>${key}</b> · <a href="/ui/audit?session=${encodeURIComponent(key)}">its tool calls</a></p>
+      ${
+        received.length > 0
+          ? html`<h2>Messages received</h2>
+            <table>
+              <tr><th>Received</th><th>Outcome</th><th>Message</th><th></th></tr>
+              ${received.map(
+                (row) => html`<tr data-inbox="${row.id}">
+                  <td>${new Date(row.received_at).toISOString()}</td>
+                  <td>${row.outcome ?? row.status}${row.outcome_cause ? ` (${row.outcome_cause})` : ""}</td>
+                  <td>${(row.text ?? "").slice(0, 120)}</td>
+                  <td><a href="/ui/trace/${row.id}">trace</a></td>
+                </tr>`,
+              )}
+            </table>`
+          : ""
+      }
       ${summary ? html`<h2>Summary of earlier messages</h2><pre>${summary}</pre>` : ""}
       <table>
         ${messages.map(
