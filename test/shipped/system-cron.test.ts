@@ -116,7 +116,7 @@ describe("shipped build: cron jobs delivered to Telegram, and the cron CLI", () 
     expect(runs).toMatch(/^run \d+ \S+ ran in .* \(manual\) — delivery delivered — disk-42pc$/m);
     // The heartbeat ran meanwhile, recorded but never reported.
     expect((await bot.cli(["cron", "runs", await idOf("heartbeat")])).stdout).toMatch(
-      / ok .*delivery (none|skipped)/,
+      / ran .*delivery (none|skipped)/,
     );
     expect(telegram.sentTexts().some((text) => text.includes("heartbeat"))).toBe(false);
   });
