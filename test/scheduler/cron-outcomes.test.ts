@@ -2,10 +2,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { dashboardFeature } from "../../src/app/dashboard-feature.js";
+import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import { type CronRunEvent, eventPublisher, magpieEvents } from "../../src/core/events.js";
 import { formatRuns } from "../../src/scheduler/format-text.js";
+import { JobStore } from "../../src/scheduler/job-store.js";
+import type { Scheduler } from "../../src/scheduler/scheduler.js";
 import { migrate, openDatabase } from "../../src/store/database.js";
 import { migrations } from "../../src/store/migrations/index.js";
+import { startTestApp } from "../helpers/harness.js";
 import { advance, CHAT, makeRig, type Rig } from "./harness.js";
 
 const T0 = Date.UTC(2026, 4, 4, 8, 0, 0); // Monday 2026-05-04 08:00:00Z
@@ -144,6 +149,43 @@ describe("cron outcomes: every due slot is ran, failed, missed or skipped", () =
     expect(missed?.output).toMatch(/4 slot\(s\) passed while the scheduler was held up/);
     expect(seen.map((event) => event.status)).toEqual(["missed", "ran"]);
     expect(seen[1]?.lagSeconds).toBeGreaterThanOrEqual(4 * 60);
+  });
+});
+
+describe("cron outcomes on the dashboard", () => {
+  it("the cron page names each run's outcome: missed, failed (timeout), ran", async () => {
+    const token = "cron-outcomes-dashboard-token";
+    const magpie = await startTestApp({
+      llm: false,
+      features: [schedulerFeature, dashboardFeature],
+      config: { http: { dashboard: { enabled: true, token } } },
+    });
+    try {
+      const scheduler = magpie.app.context.services.scheduler as Scheduler;
+      const job = scheduler.add({ name: "nightly", expression: "0 3 * * *", message: "hi" });
+      const jobs = new JobStore(magpie.app.store.db);
+      jobs.recordSkipped(
+        job.id,
+        "catch_up",
+        Date.now() - HOUR,
+        Date.now(),
+        "1 slot(s) did not run",
+        "missed",
+      );
+      jobs.finishRun(
+        jobs.startRun(job.id, "schedule", Date.now(), Date.now()),
+        "timeout",
+        "stopped",
+        Date.now(),
+      );
+      await scheduler.runNow(job.id);
+      const page = await fetch(`${magpie.url}/ui/cron`, { headers: { authorization: `Bearer ${token}` } });
+      expect(page.status).toBe(200);
+      const text = (await page.text()).replace(/\s+/g, " ");
+      expect(text).toMatch(/<b>ran<\/b>.*<b>failed<\/b> \(timeout\).*<b>missed<\/b>/);
+    } finally {
+      await magpie.stop();
+    }
   });
 });
 
