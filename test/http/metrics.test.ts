@@ -104,6 +104,33 @@ describe("metrics from the event stream (unit)", () => {
     }
   });
 
+  it("reports a stall of the event loop as its lag, once", async () => {
+    const store = Store.open(":memory:");
+    const metrics = createMetrics({
+      app: "loop-lag",
+      db: store.db,
+      channels: () => new Map(),
+      now: Date.now,
+    });
+    try {
+      await metrics.render();
+      const started = Date.now();
+      while (Date.now() - started < 300) {
+        // a synchronous stall, as a runaway parser would cause
+      }
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const stalled = parseExposition(await metrics.render()).samples.get("magpie_event_loop_lag_seconds");
+      // Measured to within one beat (0.1 s).
+      expect(stalled).toBeGreaterThanOrEqual(0.19);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      const after = parseExposition(await metrics.render()).samples.get("magpie_event_loop_lag_seconds");
+      expect(after).toBeLessThan(0.2);
+    } finally {
+      metrics.close();
+      store.close();
+    }
+  });
+
   it("knows loopback addresses, mapped ones included, and nothing else", () => {
     for (const address of ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"]) {
       expect(isLoopback(address)).toBe(true);
