@@ -184,11 +184,11 @@ export function createMetrics(sources: MetricsSources): MagpieMetrics {
       },
       onError,
     ),
-    // A refused message never reaches the inbox: its verdict is its outcome.
+    // A refused message never reaches the inbox: its verdict is its outcome (a stranger's pairing reply too).
     magpieEvents.accessDecided.subscribe(
       app,
       (event) => {
-        if (event.verdict === "refused") messages.inc({ channel: event.channel, outcome: "refused" });
+        if (event.verdict !== "allowed") messages.inc({ channel: event.channel, outcome: "refused" });
       },
       onError,
     ),

@@ -53,6 +53,9 @@ describe("metrics from the event stream (unit)", () => {
         userId: "s",
         verdict: "refused",
       });
+      for (const verdict of ["pairing", "allowed"] as const) {
+        events.accessDecided({ channel: "discord", chatId: "3", messageId: verdict, userId: "t", verdict });
+      }
       events.llmCall({
         origin: "user",
         kind: "chat",
@@ -83,7 +86,7 @@ describe("metrics from the event stream (unit)", () => {
       const { samples, types } = parseExposition(await metrics.render());
       expect(samples.get('magpie_messages_total{channel="telegram",outcome="answered"}')).toBe(1);
       expect(sumOf(samples, "magpie_messages_total", { outcome: "failed" })).toBe(0);
-      expect(samples.get('magpie_messages_total{channel="discord",outcome="refused"}')).toBe(1);
+      expect(samples.get('magpie_messages_total{channel="discord",outcome="refused"}')).toBe(2);
       expect(samples.get('magpie_llm_requests_total{model="m",origin="user",result="ok"}')).toBe(1);
       expect(samples.get('magpie_llm_tokens_total{model="m",kind="prompt"}')).toBe(100);
       expect(samples.get('magpie_llm_tokens_total{model="m",kind="completion"}')).toBe(20);
