@@ -92,11 +92,14 @@ export class InboxRepository {
     })();
   }
 
-  /** The message a platform id names (`<channel>:<chatId>:<messageId>` in `magpie trace`). */
+  /**
+   * The message a platform id names (`<channel>:<chatId>:<messageId>` in `magpie trace`); a channel whose ids are
+   * unique per chat only keeps them as `<chatId>:<id>` (Telegram), found either way.
+   */
   findByMessage(channel: string, chatId: string, messageId: string): InboxItem | undefined {
     const rows = this.db
-      .prepare("SELECT * FROM inbox WHERE channel = ? AND message_id = ?")
-      .all(channel, messageId) as InboxRow[];
+      .prepare("SELECT * FROM inbox WHERE channel = ? AND message_id IN (?, ?)")
+      .all(channel, messageId, `${chatId}:${messageId}`) as InboxRow[];
     return rows.map(toItem).find((item) => item.message.chatId === chatId);
   }
 

@@ -32,8 +32,12 @@ const ms = (value: number) =>
 /** The trace as text, one event a line. */
 export function traceText(trace: MessageTrace, time: TimeFormat): string {
   const lines: string[] = [];
+  // Ids unique per chat only are kept as `<chatId>:<id>` (Telegram): shown as the platform's own id.
+  const messageId = trace.messageId.startsWith(`${trace.chatId}:`)
+    ? trace.messageId.slice(trace.chatId.length + 1)
+    : trace.messageId;
   lines.push(
-    `Message ${trace.inboxId} · ${trace.channel}:${trace.chatId}:${trace.messageId} · from ${trace.userId} · session ${trace.sessionKey}`,
+    `Message ${trace.inboxId} · ${trace.channel}:${trace.chatId}:${messageId} · from ${trace.userId} · session ${trace.sessionKey}`,
   );
   lines.push(`  "${excerpt(trace.text, 100)}" (${trace.text.length} chars)`);
   lines.push(`${time(trace.receivedAt)}  received`);

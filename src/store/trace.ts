@@ -75,13 +75,13 @@ export class TraceRepository {
     );
   }
 
-  /** The access verdict recorded for a platform message (the newest). */
+  /** The access verdict recorded for a platform message (the newest), by its id as `findByMessage` takes it. */
   accessOf(channel: string, chatId: string, messageId: string): RefusedMessage | undefined {
     const row = this.db
       .prepare(
-        "SELECT * FROM trace_events WHERE kind = 'access' AND channel = ? AND chat_id = ? AND message_id = ? ORDER BY id DESC LIMIT 1",
+        "SELECT * FROM trace_events WHERE kind = 'access' AND channel = ? AND chat_id = ? AND message_id IN (?, ?) ORDER BY id DESC LIMIT 1",
       )
-      .get(channel, chatId, messageId) as StoredRow | undefined;
+      .get(channel, chatId, messageId, `${chatId}:${messageId}`) as StoredRow | undefined;
     return row ? toRefused(row) : undefined;
   }
 
