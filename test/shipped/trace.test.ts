@@ -48,46 +48,73 @@ describe("shipped build: outcomes, progress notes and magpie trace", () => {
 
   it("answers, fails with a notice, notes a long turn, alerts once about a blocked chat; trace tells each", async () => {
     // Answered, through a tool.
-    llm.script(reply.toolCalls([{ name: "file_list", arguments: { path: "." } }]), reply.text("The workspace is empty."));
+    llm.script(
+      reply.toolCalls([{ name: "file_list", arguments: { path: "." } }]),
+      reply.text("The workspace is empty."),
+    );
     const answered = dm(OWNER, "what is in my workspace?");
     await waitFor(() => telegram.sentTexts().includes("The workspace is empty."), "the answer", 20_000);
 
     // Failed: the model is down; the chat is told why.
     llm.script(reply.error(503, "upstream down"));
     dm(OWNER, "and the weather?");
-    await waitFor(() => telegram.sentTexts().some((text) => /language model/i.test(text)), "the failure notice", 20_000);
+    await waitFor(
+      () => telegram.sentTexts().some((text) => /language model/i.test(text)),
+      "the failure notice",
+      20_000,
+    );
 
     // Long: one progress note before the answer.
     llm.script(reply.delay(2_500, reply.text("Took a while.")));
     dm(OWNER, "think hard");
     await waitFor(() => telegram.sentTexts().includes("Took a while."), "the slow answer", 20_000);
     const texts = telegram.sentTexts();
-    expect(texts.filter((text) => text.startsWith("still working"))).toEqual(["still working — waiting for the model"]);
-    expect(texts.indexOf("still working — waiting for the model")).toBeLessThan(texts.indexOf("Took a while."));
+    expect(texts.filter((text) => text.startsWith("still working"))).toEqual([
+      "still working — waiting for the model",
+    ]);
+    expect(texts.indexOf("still working — waiting for the model")).toBeLessThan(
+      texts.indexOf("Took a while."),
+    );
 
     // Undeliverable: the other owner blocked the bot; the first owner is told once, in their DM.
     llm.script(reply.text("You will never see this."), reply.text("Nor this."));
     telegram.failNext("sendMessage", 403, "Forbidden: bot was blocked by the user");
     dm(OTHER_OWNER, "hello?");
-    await waitFor(() => telegram.sentTexts().some((text) => text.includes("can't deliver replies")), "the alert", 20_000);
+    await waitFor(
+      () => telegram.sentTexts().some((text) => text.includes("can't deliver replies")),
+      "the alert",
+      20_000,
+    );
     telegram.failNext("sendMessage", 403, "Forbidden: bot was blocked by the user");
     dm(OTHER_OWNER, "hello again?");
-    await waitFor(async () => (await bot.cli(["trace", "last"])).stdout.includes("outcome: undeliverable"), "the second", 20_000);
-    const alerts = telegram.callsOf("sendMessage").filter((call) => String(call.body.text).includes("can't deliver"));
+    await waitFor(
+      async () => (await bot.cli(["trace", "last"])).stdout.includes("outcome: undeliverable"),
+      "the second",
+      20_000,
+    );
+    const alerts = telegram
+      .callsOf("sendMessage")
+      .filter((call) => String(call.body.text).includes("can't deliver"));
     expect(alerts).toHaveLength(1);
     expect(String(alerts[0]!.body.chat_id)).toBe(String(OWNER));
     expect(telegram.callsOf("sendMessage").filter((call) => call.failed)).toHaveLength(2);
 
     // A stranger: refused (a pairing code), kept without their text.
     dm(STRANGER, "stranger-secret-words");
-    await waitFor(async () => (await bot.cli(["trace", "--chat", `telegram:${STRANGER}`])).stdout.includes("refused"), "the refusal", 20_000);
+    await waitFor(
+      async () => (await bot.cli(["trace", "--chat", `telegram:${STRANGER}`])).stdout.includes("refused"),
+      "the refusal",
+      20_000,
+    );
 
     const first = await bot.cli(["trace", `telegram:${OWNER}:${answered}`]);
     expect(first.code).toBe(0);
     expect(first.stdout).toContain("access: allowed");
     expect(first.stdout).toMatch(/llm chat test-model · \d+\+\d+ tokens · \$0\.\d+ · \d+ ms · ok/);
     expect(first.stdout).toMatch(/tool file_list · verdict allow · \d+ ms · ok/);
-    expect(first.stdout).toMatch(/outbox \d+ \(reply\) · sent after 1 attempt\(s\) · 1 part\(s\) · platform ids \d+/);
+    expect(first.stdout).toMatch(
+      /outbox \d+ \(reply\) · sent after 1 attempt\(s\) · 1 part\(s\) · platform ids \d+/,
+    );
     expect(first.stdout).toContain("outcome: answered");
     // The README's example trace comes from here.
     process.stdout.write(`\n--- magpie trace (shipped) ---\n${first.stdout}--- end ---\n`);
