@@ -4,11 +4,13 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { metricsFeature } from "../../src/app/metrics-feature.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
+import { triggersFeature } from "../../src/app/triggers-feature.js";
 import { usageFeature } from "../../src/app/usage-feature.js";
 import { eventPublisher } from "../../src/core/events.js";
 import { createMetrics, isLoopback } from "../../src/http/metrics.js";
 import type { Scheduler } from "../../src/scheduler/scheduler.js";
 import { Store } from "../../src/store/index.js";
+import { signWebhook } from "../../src/triggers/webhook-handler.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 import { parseExposition, type Samples, sumOf } from "./metrics-exposition.js";
@@ -199,6 +201,48 @@ describe("GET /metrics on a running app", () => {
     const processOnly = /^(process_|nodejs_|magpie_event_loop_lag_seconds)/;
     expect(moved.filter((key) => !processOnly.test(key))).toEqual([]);
     expect([...first.keys()].filter((key) => !second.has(key))).toEqual([]);
+  });
+});
+
+describe("GET /metrics counts trigger events", () => {
+  it("a fired and a filtered webhook event move magpie_trigger_events_total", async () => {
+    const secret = "w".repeat(32);
+    const testApp = await startTestApp({
+      llm: false,
+      features: [triggersFeature, metricsFeature],
+      config: {
+        http: { metrics: { enabled: true } },
+        triggers: {
+          deploy: {
+            on: { webhook: { secret } },
+            when: "event.payload.action == 'completed'",
+            do: { message: "Deployed" },
+            deliver: { channel: "test", chat_id: "owner-chat" },
+          },
+        },
+      },
+    });
+    try {
+      for (const action of ["completed", "queued"]) {
+        const body = JSON.stringify({ action });
+        const timestamp = Math.floor(Date.now() / 1000);
+        const response = await fetch(`${testApp.url}/hooks/deploy`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "x-magpie-timestamp": String(timestamp),
+            "x-magpie-signature": signWebhook(secret, timestamp, body),
+          },
+          body,
+        });
+        expect(response.status).toBe(202);
+      }
+      const samples = await scrape(testApp.url);
+      expect(samples.get('magpie_trigger_events_total{trigger="deploy",result="fired"}')).toBe(1);
+      expect(samples.get('magpie_trigger_events_total{trigger="deploy",result="filtered"}')).toBe(1);
+    } finally {
+      await testApp.stop();
+    }
   });
 });
 
