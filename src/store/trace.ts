@@ -272,6 +272,8 @@ export function traceOf(trace: TraceRepository, item: InboxItem): MessageTrace {
   // Several turns may share an id (a delegation runs under its caller's): they are told apart by start order.
   const open: TracedTurn[] = [];
   let current: TracedTurn | undefined;
+  // Calls made for the turn before it started (a voice note's transcription) go to the turn they were for.
+  const early: TracedStep[] = [];
   for (const row of trace.rowsOfTurns(trace.turnsOf(item.id))) {
     const data = row.data;
     if (row.kind === "turn_started") {
@@ -285,7 +287,7 @@ export function traceOf(trace: TraceRepository, item: InboxItem): MessageTrace {
         errorCode: null,
         durationMs: null,
         iterations: null,
-        steps: [],
+        steps: early.splice(0),
       };
       turns.set(`${row.turnId}#${turns.size}`, current);
       open.push(current);
@@ -303,8 +305,9 @@ export function traceOf(trace: TraceRepository, item: InboxItem): MessageTrace {
       turn.iterations = Number(data.iterations ?? 0);
       open.splice(open.indexOf(turn), 1);
       current = open[open.length - 1] ?? turn;
-    } else if (row.kind === "llm" && current) {
-      (open[open.length - 1] ?? current).steps.push({
+    } else if (row.kind === "llm") {
+      const steps = (open[open.length - 1] ?? current)?.steps ?? early;
+      steps.push({
         type: "llm",
         at: row.at,
         kind: String(data.kind ?? "chat"),
@@ -318,8 +321,9 @@ export function traceOf(trace: TraceRepository, item: InboxItem): MessageTrace {
         fallback: data.fallback === true,
         errorCode: (data.errorCode as string | undefined) ?? null,
       });
-    } else if (row.kind === "tool" && current) {
-      (open[open.length - 1] ?? current).steps.push({
+    } else if (row.kind === "tool") {
+      const steps = (open[open.length - 1] ?? current)?.steps ?? early;
+      steps.push({
         type: "tool",
         at: row.at,
         tool: String(data.tool ?? ""),

@@ -5,6 +5,7 @@ import { usageFeature } from "../../src/app/usage-feature.js";
 import { run } from "../../src/cli/commands/trace.js";
 import type { AccessControl } from "../../src/core/access.js";
 import { Store } from "../../src/store/index.js";
+import { TraceRepository, traceOf } from "../../src/store/trace.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 import { testToolNames, testTools } from "../helpers/test-tools.js";
@@ -134,5 +135,53 @@ describe("magpie trace", () => {
     const missing = await trace(["999"]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('No message "999"');
+  });
+
+  it("a call made for a turn before it started (a voice note's transcription) is shown in that turn", () => {
+    const store = Store.open(":memory:");
+    const inboxId = store.inbox.insert(
+      {
+        channel: "test",
+        chatId: "c",
+        messageId: "v1",
+        userId: "u",
+        userName: "U",
+        text: "[voice]",
+        isDirect: true,
+        mentionsBot: false,
+        attachments: [],
+        receivedAt: 1_000,
+      },
+      "test:c",
+    )!;
+    const trace = new TraceRepository(store.db);
+    const turnId = `inbox:${inboxId}`;
+    trace.record({
+      at: 1_100,
+      kind: "llm",
+      turnId,
+      data: { kind: "transcription", model: "whisper-1", result: "ok" },
+    });
+    trace.record({
+      at: 1_200,
+      kind: "turn_started",
+      inboxId,
+      turnId,
+      data: { origin: "user", agent: "main" },
+    });
+    trace.record({ at: 1_300, kind: "llm", turnId, data: { kind: "chat", model: "m", result: "ok" } });
+    trace.record({
+      at: 1_400,
+      kind: "turn_finished",
+      turnId,
+      data: { origin: "user", agent: "main", status: "ok" },
+    });
+    const result = traceOf(trace, store.inbox.get(inboxId)!);
+    expect(result.turns).toHaveLength(1);
+    expect(result.turns[0]!.steps.map((step) => (step.type === "llm" ? step.kind : step.tool))).toEqual([
+      "transcription",
+      "chat",
+    ]);
+    store.close();
   });
 });
