@@ -7,6 +7,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   memory: () => import("./memory.js"),
   sandbox: () => import("./sandbox.js"),
   spend: () => import("./spend.js"),
+  triggers: () => import("./triggers.js"),
 };
 
 async function main(): Promise<void> {

@@ -8,7 +8,10 @@ import type { TriggerCounts, TriggerDefinition, TriggerEvent, TriggerResult } fr
 /** Runs a fired trigger's action (message, command or prompt) and delivers what it produced. */
 export type ActionRunner = (trigger: TriggerDefinition, event: TriggerEvent) => Promise<void>;
 
-/** Actions of one trigger running at once; past this an event is dropped rather than queued. */
+/**
+ * Commands and agent turns of one trigger running at once; past this an event is dropped rather than queued. A
+ * message is handed to the outbox at once, so a burst of them never piles up here.
+ */
 const MAX_IN_FLIGHT = 4;
 
 interface Entry {
@@ -108,7 +111,8 @@ export class TriggerEngine {
         return "error";
       }
     }
-    if (entry.inFlight >= MAX_IN_FLIGHT || !entry.gate.take(this.deps.now())) {
+    const busy = !("message" in entry.definition.do) && entry.inFlight >= MAX_IN_FLIGHT;
+    if (busy || !entry.gate.take(this.deps.now())) {
       if (entry.counts.dropped % 100 === 0)
         this.deps.logger.warn({ trigger: name, dropped: entry.counts.dropped + 1 }, "trigger-event-dropped");
       return "dropped";
