@@ -9,7 +9,9 @@ import { metricsFeature } from "./metrics-feature.js";
 import { retentionFeature } from "./retention-feature.js";
 import { schedulerFeature } from "./scheduler-feature.js";
 import { securityFeature } from "./security-feature.js";
+import { traceFeature } from "./trace-feature.js";
 import { triggersFeature } from "./triggers-feature.js";
+import { undeliverableFeature } from "./undeliverable-feature.js";
 import { usageFeature } from "./usage-feature.js";
 
 /** Every feature, set up in this order. Each feature adds one line here. */
@@ -19,6 +21,8 @@ export const features: MagpieFeature[] = [
   memoryFeature,
   schedulerFeature,
   usageFeature,
+  traceFeature,
+  undeliverableFeature,
   retentionFeature,
   hardwareFeature,
   triggersFeature,
