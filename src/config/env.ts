@@ -1,14 +1,14 @@
+import { CHANNEL_ENTRIES } from "../../channels/catalog.js";
+
 /** Environment variables that fill config keys when the file leaves them unset (env-only mode). */
 export const ENV_FALLBACKS: ReadonlyArray<{ env: string; path: string[]; number?: boolean }> = [
   { env: "OPENAI_API_KEY", path: ["llm", "apiKey"] },
   { env: "OPENAI_BASE_URL", path: ["llm", "baseUrl"] },
   { env: "MAGPIE_MODEL", path: ["llm", "model"] },
   { env: "MAGPIE_EMBEDDING_MODEL", path: ["llm", "embeddingModel"] },
-  { env: "TELEGRAM_BOT_TOKEN", path: ["channels", "telegram", "token"] },
-  { env: "DISCORD_BOT_TOKEN", path: ["channels", "discord", "token"] },
-  { env: "SLACK_BOT_TOKEN", path: ["channels", "slack", "botToken"] },
-  { env: "SLACK_APP_TOKEN", path: ["channels", "slack", "appToken"] },
-  { env: "SLACK_SIGNING_SECRET", path: ["channels", "slack", "signingSecret"] },
+  ...CHANNEL_ENTRIES.flatMap((entry) =>
+    entry.env.map(({ env, key }) => ({ env, path: ["channels", entry.name, ...key.split(".")] })),
+  ),
   { env: "PUSHOVER_TOKEN", path: ["notify", "pushover", "token"] },
   { env: "PUSHOVER_USER_KEY", path: ["notify", "pushover", "user"] },
   { env: "BRAVE_API_KEY", path: ["tools", "web", "braveApiKey"] },
@@ -24,12 +24,9 @@ export const ENV_FALLBACKS: ReadonlyArray<{ env: string; path: string[]; number?
 export const SECRET_PATHS: ReadonlyArray<string[]> = [
   ["llm", "apiKey"],
   ["llm", "fallbacks", "*", "apiKey"],
-  ["channels", "telegram", "token"],
-  ["channels", "telegram", "webhookSecret"],
-  ["channels", "discord", "token"],
-  ["channels", "slack", "botToken"],
-  ["channels", "slack", "appToken"],
-  ["channels", "slack", "signingSecret"],
+  ...CHANNEL_ENTRIES.flatMap((entry) =>
+    entry.secrets.map((key) => ["channels", entry.name, ...key.split(".")]),
+  ),
   ["notify", "pushover", "token"],
   ["notify", "pushover", "user"],
   ["tools", "web", "braveApiKey"],

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parse as parseDotenv } from "dotenv";
 import { parseDocument } from "yaml";
+import { CHANNEL_ENTRIES, sectionOf } from "../../channels/catalog.js";
 import { ConfigError } from "../core/errors.js";
 import { ENV_FALLBACKS } from "./env.js";
 import { formatConfigIssues, formatKeyPath } from "./errors.js";
@@ -171,11 +172,8 @@ function checkSemantics(config: MagpieConfig): string[] {
       );
     }
   });
-  const telegram = config.channels.telegram;
-  if (telegram.mode === "webhook" && !telegram.webhookSecret) {
-    problems.push(
-      "channels.telegram.webhookSecret: required when mode is webhook — set a random string so forged updates are refused.",
-    );
+  for (const entry of CHANNEL_ENTRIES) {
+    problems.push(...(entry.configProblems?.(sectionOf(config, entry)) ?? []));
   }
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: config.timezone });

@@ -1,15 +1,10 @@
+import { type ChatChannelName, channelEntry, isChatChannel } from "../../channels/catalog.js";
 import type { MagpieConfig } from "../config/schema.js";
-import type { ChannelAccessConfig } from "../config/sections/channels.js";
+import type { ChannelAccessConfig } from "../config/sections/channel-access.js";
 import type { AccessControl, AccessDecision } from "../core/access.js";
 import type { ButtonPress, InboundMessage } from "../core/types.js";
 import { Authority } from "./authority.js";
 import type { PairingStore } from "./pairing.js";
-
-const CHAT_CHANNELS = ["telegram", "discord", "slack"] as const;
-type ChatChannel = (typeof CHAT_CHANNELS)[number];
-
-const isChatChannel = (name: string): name is ChatChannel =>
-  (CHAT_CHANNELS as readonly string[]).includes(name);
 
 const deny = (reason: string, reply?: string): AccessDecision => ({
   allow: false,
@@ -28,7 +23,8 @@ export function pairingReply(channel: string, code: string): string {
 
 /**
  * Access control for every chat channel (DESIGN.md "Access control"): dmPolicy, allowFrom, groupPolicy,
- * groups, requireMention, and pairing for unknown DM senders. The local console is always allowed.
+ * groups, requireMention, and pairing for unknown DM senders, for every channel of the catalog (a name outside
+ * it is denied). The local console is always allowed.
  * It runs before the inbox write, so a denied message reaches no LLM, tool or memory.
  */
 export class ChannelAccessControl implements AccessControl {
@@ -85,7 +81,7 @@ export class ChannelAccessControl implements AccessControl {
     return this.authority.isOwner(channel, userId);
   }
 
-  private rulesOf(channel: ChatChannel): ChannelAccessConfig {
+  private rulesOf(channel: ChatChannelName): ChannelAccessConfig {
     return this.config.channels[channel];
   }
 
@@ -100,6 +96,10 @@ export class ChannelAccessControl implements AccessControl {
         return listed ? { allow: true } : deny("sender not in allowFrom (dmPolicy: allowlist)");
       case "pairing": {
         if (this.authority.isOwner(message.channel, message.userId)) return { allow: true };
+        // A channel that can't pair (its catalog entry says so) hands out no codes: strangers stay out.
+        if (!channelEntry(message.channel)?.pairing) {
+          return deny("sender not in allowFrom (this channel has no pairing)");
+        }
         const issued = this.pairing.issue({
           channel: message.channel,
           userId: message.userId,

@@ -1,9 +1,10 @@
+import { CHANNEL_ENTRIES } from "../../channels/catalog.js";
 import type { SlashCommand } from "../core/commands.js";
 import type { Messenger } from "../core/messenger.js";
 import type { ChannelAccessControl } from "./access-control.js";
 import type { PairingStore } from "./pairing.js";
 
-const PAIRABLE = ["telegram", "discord", "slack"];
+const PAIRABLE = CHANNEL_ENTRIES.filter((entry) => entry.pairing).map((entry) => entry.name);
 const USAGE = "Usage: /pair approve <code> — or /pair list to see pending codes.";
 
 /** `/pair approve <code>` and `/pair list`, for accounts the bot already knows (allowFrom or paired). */

@@ -1,5 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
+import { CHANNEL_ENTRIES, channelEntry } from "../../channels/catalog.js";
+import type { UploadLimits } from "../../channels/channel-entry.js";
 import type { OutboundMessage } from "../core/types.js";
 import { guardPath } from "../security/path-guard.js";
 import type { ToolContext } from "./context.js";
@@ -10,17 +12,13 @@ type OutboundFile = NonNullable<OutboundMessage["file"]>;
 
 const MB = 1024 * 1024;
 
-/**
- * What each channel takes, in bytes: Telegram's Bot API caps uploads at 10 MB for photos and 50 MB for
- * documents, Discord at 25 MB without boosts; Slack takes up to 1 GB, but the adapter holds the file in
- * memory while it sends, so Magpie stops at 100 MB. A photo over its cap goes as a document.
- */
-const FILE_LIMITS: Record<string, { photo: number; document: number }> = {
-  telegram: { photo: 10 * MB, document: 50 * MB },
-  discord: { photo: 25 * MB, document: 25 * MB },
-  slack: { photo: 100 * MB, document: 100 * MB },
-  console: { photo: Number.POSITIVE_INFINITY, document: Number.POSITIVE_INFINITY },
-};
+/** Catalog channels that take files, for the refusal's hint. */
+const FILE_CHANNELS = CHANNEL_ENTRIES.filter((entry) => entry.uploads)
+  .map((entry) => entry.name)
+  .join(", ");
+
+/** The console is this machine: a file shown there is never too big. */
+const CONSOLE_LIMITS: UploadLimits = { photo: Number.POSITIVE_INFINITY, document: Number.POSITIVE_INFINITY };
 
 /** Image formats every platform shows as a picture, by their first bytes (the extension alone can lie). */
 const PHOTO_SIGNATURES: Array<{ mime: string; matches: (head: Buffer) => boolean }> = [
@@ -63,11 +61,11 @@ export async function prepareOutboundFile(
   requested: string,
   channel: string,
 ): Promise<OutboundFile> {
-  const limits = FILE_LIMITS[channel];
+  const limits = channel === "console" ? CONSOLE_LIMITS : channelEntry(channel)?.uploads;
   if (!limits) {
     throw new ToolError(
       "message.file_unsupported",
-      `Channel "${channel}" cannot receive files from Magpie; send the text alone, or send the file to telegram, discord or slack.`,
+      `Channel "${channel}" cannot receive files from Magpie; send the text alone, or send the file to ${FILE_CHANNELS}.`,
     );
   }
   const resolved = await guardPath(context, requested, "read");

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CHAT_CHANNEL_NAMES } from "../../channels/catalog.js";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { prepareOutboundFile } from "./message-file.js";
@@ -25,7 +26,7 @@ export const messageTool = defineTool({
       .string()
       .min(1)
       .optional()
-      .describe("telegram, discord, slack … (default: this chat's channel)."),
+      .describe(`${CHAT_CHANNEL_NAMES.join(", ")} … (default: this chat's channel).`),
     chat_id: z.string().min(1).optional().describe("Chat id in that channel (default: this chat)."),
     file: z
       .string()

@@ -1,4 +1,5 @@
 import { accessSync, constants, mkdirSync } from "node:fs";
+import { enabledChannelEntries, sectionOf } from "../../../channels/catalog.js";
 import type { MagpieConfig } from "../../config/schema.js";
 import { errorMessage } from "../../core/errors.js";
 import { hardwareChecks } from "../../hardware/device-checks.js";
@@ -203,82 +204,14 @@ function sameModel(listed: string, wanted: string): boolean {
   return listed === wanted || listed === `${wanted}:latest`;
 }
 
-function enabled(channel: { enabled?: boolean }, token: string | undefined): boolean {
-  return channel.enabled ?? Boolean(token);
-}
-
 async function checkChannels(config: MagpieConfig): Promise<Check[]> {
   const checks: Check[] = [];
-  const { telegram, discord, slack } = config.channels;
-  if (enabled(telegram, telegram.token)) {
-    checks.push(
-      await authCheck("telegram", "TELEGRAM_BOT_TOKEN or channels.telegram.token", async () => {
-        const root = telegram.apiRoot ?? "https://api.telegram.org";
-        const { status, body } = await probe(`${root}/bot${telegram.token}/getMe`, { method: "POST" });
-        const result = (body as { result?: { username?: string } }).result;
-        return status === 200 ? `authorized as @${result?.username}` : { status };
-      }),
-    );
-  }
-  if (enabled(discord, discord.token)) {
-    checks.push(
-      await authCheck("discord", "DISCORD_BOT_TOKEN or channels.discord.token", async () => {
-        const base = (discord.apiBase ?? "https://discord.com/api").replace(/\/$/, "");
-        const { status, body } = await probe(`${base}/v10/users/@me`, {
-          headers: { authorization: `Bot ${discord.token}` },
-        });
-        return status === 200 ? `authorized as ${(body as { username?: string }).username}` : { status };
-      }),
-    );
-  }
-  if (enabled(slack, slack.botToken)) {
-    checks.push(
-      await authCheck("slack", "SLACK_BOT_TOKEN or channels.slack.botToken", async () => {
-        const base = slack.apiUrl ?? "https://slack.com/api/";
-        const { body } = await probe(`${base.endsWith("/") ? base : `${base}/`}auth.test`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${slack.botToken}` },
-        });
-        const result = body as { ok?: boolean; error?: string; user?: string };
-        return result.ok ? `authorized as ${result.user}` : { status: 401, error: result.error };
-      }),
-    );
-    if (!slack.appToken && !slack.signingSecret) {
-      checks.push({
-        name: "slack inbound",
-        verdict: "fail",
-        detail: "neither Socket Mode (appToken) nor signed HTTP events (signingSecret) is configured",
-        fix: "set SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (events at /slack/events)",
-      });
-    }
+  for (const entry of enabledChannelEntries(config)) {
+    checks.push(...(await entry.doctor(sectionOf(config, entry), probe)));
   }
   if (checks.length === 0)
     checks.push({ name: "channels", verdict: "skip", detail: "no chat channel enabled (console only)" });
   return checks;
-}
-
-async function authCheck(
-  name: string,
-  tokenKey: string,
-  attempt: () => Promise<string | { status: number; error?: string }>,
-): Promise<Check> {
-  try {
-    const result = await attempt();
-    if (typeof result === "string") return { name, verdict: "ok", detail: result };
-    return {
-      name,
-      verdict: "fail",
-      detail: `the token was rejected (${result.error ?? result.status})`,
-      fix: `check ${tokenKey}`,
-    };
-  } catch (error) {
-    return {
-      name,
-      verdict: "fail",
-      detail: `cannot reach the API: ${errorMessage(error)}`,
-      fix: "check the network or the redirect option",
-    };
-  }
 }
 
 function checkPushover(config: MagpieConfig): Check {

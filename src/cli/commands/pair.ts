@@ -1,7 +1,8 @@
+import { CHANNEL_ENTRIES } from "../../../channels/catalog.js";
 import { PairingStore } from "../../security/pairing.js";
 import type { CliCommand } from "../cli-env.js";
 
-const CHANNELS = ["telegram", "discord", "slack"];
+const CHANNELS = CHANNEL_ENTRIES.filter((entry) => entry.pairing).map((entry) => entry.name);
 const USAGE = `Usage: magpie pair <command>
   list [channel]                    pending pairing codes and approved senders
   approve <channel> <code>          let the sender who got <code> talk to the bot

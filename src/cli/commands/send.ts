@@ -1,3 +1,4 @@
+import { CHAT_CHANNEL_NAMES } from "../../../channels/catalog.js";
 import type { CliCommand } from "../cli-env.js";
 
 const WAIT_MS = 15_000;
@@ -14,7 +15,7 @@ export const run: CliCommand = async (argv, env) => {
     return 2;
   }
   const config = env.loadConfig();
-  const known = ["telegram", "discord", "slack", "console"];
+  const known = [...CHAT_CHANNEL_NAMES, "console"];
   if (!known.includes(channel)) {
     env.stderr.write(`Unknown channel "${channel}". Use one of: ${known.join(", ")}.\n`);
     return 2;
