@@ -31,7 +31,8 @@ afterAll(async () => {
 
 /**
  * An OpenAI-compatible server for the soak: `tool:list` runs file_list, `tool:mem` stores a memory (keys
- * cycle, so memory stays a fixed size), anything else — and every turn after a tool result — is answered.
+ * cycle, so memory stays a fixed size), anything else — and every turn after a tool result — is answered; a
+ * history compaction gets its summary.
  */
 class SoakLlm {
   private readonly server = http.createServer((request, response) => void this.handle(request, response));
@@ -63,7 +64,10 @@ class SoakLlm {
     const text = typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "");
     const serial = /\bm(\d+)\b/.exec(text)?.[1] ?? "0";
     let message: Record<string, unknown> = { role: "assistant", content: `ok m${serial}` };
-    if (last?.role === "user" && text.includes("tool:list")) {
+    if (/^"?(Conversation:|Earlier summary:)/.test(text)) {
+      // History compaction asks for a summary of the older part of a chat.
+      message = { role: "assistant", content: "The owner listed files and stored notes." };
+    } else if (last?.role === "user" && text.includes("tool:list")) {
       message = toolCall("file_list", { path: "." });
     } else if (last?.role === "user" && text.includes("tool:mem")) {
       message = toolCall("memory_store", {
@@ -127,7 +131,9 @@ describe(`memory soak (${FULL ? "full" : "short"})`, () => {
       const bot = await ShippedBot.start({
         config: {
           llm: { baseUrl: llm.url, apiKey: "sk-soak", model: "soak-model" },
-          agent: { streaming: false },
+          // A small history budget: sessions reach their steady size (compacted by summary) within the warm-up,
+          // so what grows after it is what stays, not chats filling up to the default 12,000 tokens.
+          agent: { streaming: false, historyTokens: 1_500 },
           channels: {
             telegram: {
               token: telegram.validToken,
@@ -162,6 +168,7 @@ describe(`memory soak (${FULL ? "full" : "short"})`, () => {
       // The heap is a saw-tooth between collections: each sample is the lowest reading of its window (read every
       // PEEK_MS), which is close to what survived the last collection.
       let lowest: Sample | null = null;
+      let compactions = 0;
       const peek = async () => {
         const response = await fetch(`${bot.url}/metrics`);
         const { samples: values } = parseExposition(await response.text());
@@ -183,6 +190,7 @@ describe(`memory soak (${FULL ? "full" : "short"})`, () => {
         await peek();
         samples.push(lowest!);
         lowest = null;
+        compactions += bot.logLines.filter((line) => line.includes('"msg":"history-compacted"')).length;
         // The test's own copies of the bot's log and the fake's calls are not the bot's memory: dropped.
         bot.logLines.length = 0;
         telegram.calls.length = 0;
@@ -234,6 +242,7 @@ describe(`memory soak (${FULL ? "full" : "short"})`, () => {
         seconds: Math.round(last.atMs / 1000),
         messages: last.messages,
         cronRuns: last.cronRuns,
+        compactions,
         samplesAfterWarmUp: after.length,
         rssMiB: {
           first: samples[0]!.rssMiB.toFixed(1),
@@ -249,6 +258,8 @@ describe(`memory soak (${FULL ? "full" : "short"})`, () => {
 
       expect(last.messages).toBeGreaterThan(FULL ? 5_000 : 100);
       expect(last.cronRuns).toBeGreaterThan(2);
+      // Chats reach their steady size: their history is compacted over and over.
+      if (FULL) expect(compactions).toBeGreaterThan(10);
       expect(after.length).toBeGreaterThanOrEqual(FULL ? 20 : 8);
       // Heap is what a leak grows; RSS also holds allocator slack and warms up for minutes: bounded only in full.
       if (FULL) {
