@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import mqtt, { type MqttClient } from "mqtt";
 import type { Logger } from "pino";
 
 /** The broker settings (`mqtt` at top level, or a trigger's own `url`). */
@@ -13,9 +14,6 @@ export interface MqttMessage {
   topic: string;
   payload: Buffer;
 }
-
-type MqttModule = typeof import("mqtt");
-type MqttClient = import("mqtt").MqttClient;
 
 interface Broker {
   client: MqttClient;
@@ -36,13 +34,12 @@ const RECENT_KEPT = 1_000;
 export const MAX_MQTT_PAYLOAD = 256 * 1024;
 
 /**
- * One MQTT connection per broker, shared by every trigger on it and by `mqtt_publish` (the `mqtt` package,
- * loaded on first use). Subscriptions are QoS 1 in a persistent session (`clean: false`), so messages published
+ * One MQTT connection per broker, shared by every trigger on it and by `mqtt_publish` (the `mqtt` package; this
+ * module is loaded only with the trigger runtime). Subscriptions are QoS 1 in a persistent session (`clean: false`), so messages published
  * while Magpie was away arrive when it reconnects; reconnects back off from 1 s to 60 s.
  */
 export class MqttHub {
   private readonly brokers = new Map<string, Broker>();
-  private module: Promise<MqttModule> | null = null;
   private readonly pending = new Set<Promise<void>>();
 
   constructor(
@@ -131,10 +128,6 @@ export class MqttHub {
   private async broker(settings: BrokerSettings): Promise<Broker> {
     const existing = this.brokers.get(settings.url);
     if (existing) return existing;
-    this.module ??= import("mqtt");
-    const mqtt = await this.module;
-    const again = this.brokers.get(settings.url);
-    if (again) return again;
     const id = createHash("sha256")
       .update(`${this.clientIdPrefix}|${settings.url}`)
       .digest("hex")

@@ -27,6 +27,8 @@ describe("start-up stays lean", () => {
       "i2c-bus",
       "spi-device",
       "prom-client",
+      "mqtt",
+      "@marcbachmann/cel-js",
     ]) {
       expect(loaded, heavy).not.toContain(heavy);
     }
