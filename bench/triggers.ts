@@ -11,6 +11,7 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import mqtt from "mqtt";
+import { parseConfig } from "../src/config/load.js";
 import { ownerIdentity } from "../src/core/identity.js";
 import { silentLogger } from "../src/log/logger.js";
 import type { TriggerDefinition } from "../src/triggers/trigger.js";
@@ -101,12 +102,10 @@ async function flood(
   };
   let sentAt = new Map<number, number>();
   const runtime = new TriggerRuntime({
-    config: {
-      mqtt: { url: broker?.url ?? "mqtt://127.0.0.1:1", publishAllow: [] },
-      hardware: { boards: [], pins: {}, watch: [] },
-      timezone: "UTC",
-      notify: { pushover: {} },
-    },
+    config: parseConfig(
+      { dataDir: tmpdir(), timezone: "UTC", mqtt: { url: broker?.url ?? "mqtt://127.0.0.1:1" } },
+      { env: {}, cwd: tmpdir() },
+    ),
     logger: silentLogger(),
     now: () => Date.now(),
     mqttClientId: `bench-${process.pid}-${name}`,
