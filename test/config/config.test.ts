@@ -27,6 +27,7 @@ describe("config", () => {
       port: 8787,
       maxEventLoopBlockMs: 5000,
       dashboard: { enabled: false },
+      metrics: { enabled: false },
     });
     expect(config.agent).toMatchObject({ maxIterations: 20, maxConcurrentTurns: 4 });
     expect(config.channels.telegram).toMatchObject({
@@ -132,6 +133,7 @@ describe("config", () => {
       port: 9000,
       maxEventLoopBlockMs: 5000,
       dashboard: { enabled: false },
+      metrics: { enabled: false },
     });
     expect(config.llm.apiKey).toBe("sk-from-env");
     expect(config.channels.telegram.token).toBeUndefined();
