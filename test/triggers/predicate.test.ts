@@ -30,6 +30,20 @@ describe("trigger predicates (CEL)", () => {
     expect(predicateProblem("event.payload.a.all(x, x > 1)")).toBeNull();
   });
 
+  it("the README's examples check and decide as documented", () => {
+    for (const expression of [
+      "double(event.payload) > 30.0",
+      "event.payload.workflow_run.conclusion == 'failure'",
+      "event.value == 1",
+      "int(event.payload.groups[1]) > 50",
+    ])
+      expect(predicateProblem(expression)).toBeNull();
+    const attic = compilePredicate("double(event.payload) > 30.0");
+    expect(attic(mqtt(31.5))).toBe(true);
+    expect(attic(mqtt(22))).toBe(false);
+    expect(() => attic(mqtt("unavailable"))).toThrow();
+  });
+
   it("a loop over a large payload stays linear", () => {
     const all = compilePredicate("event.payload.a.all(x, x > 0)");
     const values = Array.from({ length: 100_000 }, (_, index) => index + 1);
