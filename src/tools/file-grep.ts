@@ -5,12 +5,15 @@ import { type JudgeScope, judgePath, type SecurityLevel } from "../security/file
 import { guardPath, guardScope, hiddenFromWalk } from "../security/path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
+import { GrepStopped, GrepWorker } from "./files/grep-worker.js";
 import { ancestorsWithin, walk } from "./files/walk.js";
 
 const DEFAULT_MAX_RESULTS = 100;
 const MAX_LINE_CHARS = 500;
 /** Stops a search of a huge tree from keeping a call busy for long. */
 const MAX_FILES_SCANNED = 20_000;
+/** Matching time one search may take in all; the model gets an error asking for a simpler pattern past it. */
+export const GREP_TIME_LIMIT_MS = 3000;
 
 /**
  * True for a file inside the searched tree that file_read would refuse or question on its own account (`.env`,
@@ -53,10 +56,10 @@ export const fileGrepTool = defineTool({
   }),
   risk: "low",
   async execute(input, context) {
-    let regex: RegExp;
+    const flags = input.case_sensitive === false ? "i" : "";
     try {
-      // regex-dynamic: the model's own search pattern, run line by line; not proven linear (see README, file_grep)
-      regex = new RegExp(input.pattern, input.case_sensitive === false ? "i" : "");
+      // regex-dynamic: compiled here only to check its syntax; it runs in a worker with a time limit (grep-worker.ts)
+      new RegExp(input.pattern, flags);
     } catch (error) {
       throw new ToolError(
         "grep.invalid_regex",
@@ -85,41 +88,40 @@ export const fileGrepTool = defineTool({
           exclude: hiddenFromWalk(scope),
         })
       : single(resolved.real);
-    for await (const entry of candidates) {
-      if (entry.kind !== "file") continue;
-      if (globMatches && !globMatches(entry.relative)) continue;
-      const stats = await fs.stat(entry.absolute).catch(() => null);
-      if (!stats) continue;
-      if (++scanned > MAX_FILES_SCANNED) {
-        truncated = true;
-        break;
-      }
-      const isRoot = entry.absolute === resolved.real;
-      if (
-        (!isRoot && contentHidden(entry.absolute, stats.nlink, level, scope)) ||
-        stats.size > context.config.tools.files.maxFileSizeBytes
-      ) {
-        skipped.push(displayPath(context, entry.absolute));
-        continue;
-      }
-      const buffer = await fs.readFile(entry.absolute).catch(() => null);
-      if (!buffer || buffer.subarray(0, 8000).includes(0)) continue;
-      filesSearched++;
-      const lines = buffer.toString("utf8").split("\n");
-      for (let index = 0; index < lines.length; index++) {
-        const line = lines[index]!;
-        if (!regex.test(line)) continue;
-        if (matches.length >= maxResults) {
+    const worker = new GrepWorker(input.pattern, flags, MAX_LINE_CHARS, GREP_TIME_LIMIT_MS, context.signal);
+    try {
+      for await (const entry of candidates) {
+        if (entry.kind !== "file") continue;
+        if (globMatches && !globMatches(entry.relative)) continue;
+        const stats = await fs.stat(entry.absolute).catch(() => null);
+        if (!stats) continue;
+        if (++scanned > MAX_FILES_SCANNED) {
           truncated = true;
           break;
         }
-        matches.push({
-          path: displayPath(context, entry.absolute),
-          line: index + 1,
-          text: line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}…` : line,
+        const isRoot = entry.absolute === resolved.real;
+        if (
+          (!isRoot && contentHidden(entry.absolute, stats.nlink, level, scope)) ||
+          stats.size > context.config.tools.files.maxFileSizeBytes
+        ) {
+          skipped.push(displayPath(context, entry.absolute));
+          continue;
+        }
+        const buffer = await fs.readFile(entry.absolute).catch(() => null);
+        if (!buffer || buffer.subarray(0, 8000).includes(0)) continue;
+        filesSearched++;
+        const shown = displayPath(context, entry.absolute);
+        const found = await worker.search(buffer, maxResults - matches.length).catch((error: unknown) => {
+          throw searchError(error, input.pattern, shown);
         });
+        for (const match of found.matches) matches.push({ path: shown, ...match });
+        if (found.more) {
+          truncated = true;
+          break;
+        }
       }
-      if (truncated) break;
+    } finally {
+      worker.close();
     }
     return {
       pattern: input.pattern,
@@ -131,6 +133,21 @@ export const fileGrepTool = defineTool({
     };
   },
 });
+
+/** The tool error for a search the worker didn't finish: too slow a pattern, a stop, or the worker failing. */
+function searchError(error: unknown, pattern: string, file: string): ToolError {
+  if (error instanceof GrepStopped && error.reason === "aborted")
+    return new ToolError("grep.aborted", "The search was stopped.");
+  if (error instanceof GrepStopped)
+    return new ToolError(
+      "grep.pattern_too_slow",
+      `The pattern ${pattern} took longer than ${GREP_TIME_LIMIT_MS} ms (stopped while searching ${file}); simplify it — avoid nested or overlapping repetition such as (a+)+ or (a|aa)+ — or narrow path/glob.`,
+    );
+  return new ToolError(
+    "grep.failed",
+    `The search for ${pattern} failed in ${file}: ${(error as Error).message}`,
+  );
+}
 
 async function* single(file: string) {
   yield { relative: file.split("/").pop() ?? file, absolute: file, kind: "file" as const };
