@@ -12,6 +12,9 @@ export function parseTextToolCalls(text: string, idPrefix: string): { calls: Too
   return found;
 }
 
+/** Blocks looked at in one answer: a reply carries a few calls, and each block tried may cost a JSON.parse. */
+const MAX_BLOCKS_TRIED = 1000;
+
 /**
  * The calls in `open … close` blocks (the first `close` after each `open`; a fence may name `json`), and the
  * text with those blocks cut out. Found with forward searches, not `open([\s\S]*?)close` regexes, which rescan
@@ -26,7 +29,8 @@ function blocksBetween(
   const calls: ToolCall[] = [];
   const kept: string[] = [];
   let copied = 0;
-  for (let start = text.indexOf(open); start >= 0; ) {
+  let tried = 0;
+  for (let start = text.indexOf(open); start >= 0 && tried < MAX_BLOCKS_TRIED; tried++) {
     let body = start + open.length;
     if (open === "```" && text.startsWith("json", body)) body += 4;
     const end = text.indexOf(close, body);
@@ -46,6 +50,9 @@ function blocksBetween(
 }
 
 function toCall(raw: string, id: string): ToolCall | null {
+  // Only an object can be a call; a failed JSON.parse costs a thrown error, and a megabyte of backticks is a
+  // hundred thousand blocks (1 MB of them took 3 s).
+  if (!raw.startsWith("{") || !raw.endsWith("}")) return null;
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

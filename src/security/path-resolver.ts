@@ -51,38 +51,40 @@ export function scopeOf(config: MagpieConfig, home = os.homedir()): PathScope {
 
 export { isWithin };
 
-/** Real path of an existing path, or of its nearest existing ancestor joined with the missing rest. */
+/**
+ * Real path of an existing path, or of its nearest existing ancestor joined with the missing rest. The ancestor is
+ * found from the root down, so the calls are as many as the existing part is deep: walking up from the end took
+ * one realpath per missing component, each over the whole path (a 100 KB path of 50,000 took 13 s).
+ */
 export async function realPathOf(absolute: string): Promise<{ real: string; exists: boolean }> {
-  const missing: string[] = [];
-  let current = absolute;
-  for (;;) {
+  try {
+    return { real: await fs.realpath(absolute), exists: true };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+  }
+  const components = absolute.split(path.sep).filter((component) => component !== "");
+  let real = path.parse(absolute).root;
+  for (let index = 0; index < components.length; index++) {
+    const current = path.join(real, components[index]!);
     try {
-      const real = await fs.realpath(current);
-      return {
-        real: missing.length ? path.join(real, ...missing.reverse()) : real,
-        exists: missing.length === 0,
-      };
+      real = await fs.realpath(current);
+      continue;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      // A dangling symlink: realpath fails, but the link itself exists and points somewhere. Judge the target.
-      if (code === "ENOENT") {
-        const target = await fs.readlink(current).catch(() => null);
-        if (target !== null) {
-          const resolvedTarget = path.resolve(path.dirname(current), target);
-          const inner = await realPathOf(resolvedTarget);
-          return {
-            real: missing.length ? path.join(inner.real, ...missing.reverse()) : inner.real,
-            exists: false,
-          };
-        }
-      }
       if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-      const parent = path.dirname(current);
-      if (parent === current) return { real: absolute, exists: false };
-      missing.push(path.basename(current));
-      current = parent;
     }
+    const missing = components.slice(index + 1);
+    // A dangling symlink: realpath fails, but the link itself exists and points somewhere. Judge the target.
+    const target = await fs.readlink(current).catch(() => null);
+    if (target !== null) {
+      const inner = await realPathOf(path.resolve(real, target));
+      return { real: missing.length ? path.join(inner.real, ...missing) : inner.real, exists: false };
+    }
+    return { real: path.join(current, ...missing), exists: false };
   }
+  // Every component resolved one by one though the whole path didn't (it appeared meanwhile).
+  return { real, exists: true };
 }
 
 async function realRoots(scope: PathScope): Promise<string[]> {

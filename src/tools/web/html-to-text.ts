@@ -143,7 +143,10 @@ export function htmlToReadable(html: string, baseUrl: string): ReadableDocument 
     : $("article").first().length
       ? $("article").first()
       : $("body").first();
-  root.find(BOILERPLATE).remove();
+  // From the whole document, not root.find(): cheerio dedupes find()'s roots (root's children) pairwise, which is
+  // quadratic in a page of many top-level elements (5 MB of paragraphs took 33 s). Only root is rendered, so
+  // removing boilerplate outside it changes nothing.
+  $(BOILERPLATE).remove();
   const nodes = root.length ? root.toArray() : $.root().toArray();
   const text = renderChildren(
     nodes.flatMap((node) => (node as Element).children ?? []),
