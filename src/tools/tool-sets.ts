@@ -17,6 +17,8 @@ export const NEVER_FOR_SUBAGENTS = [
   /^delegate$/,
   /^schedule$/,
   /^cron_/,
+  /^trigger_/,
+  /^mqtt_publish$/,
   /^memory_/,
   /^composio$/,
   /^browser/,
