@@ -263,7 +263,7 @@ export class TelegramChannel implements ChannelAdapter {
   }
 
   /**
-   * sendPhoto for a photo, sendDocument otherwise (multipart, bytes read now); a photo Telegram cannot take as
+   * sendPhoto for a photo, sendVoice for a spoken reply (OGG/Opus), sendDocument otherwise (multipart, bytes read now); a photo Telegram cannot take as
    * a photo (dimensions, format) goes again as a document, and a refused HTML caption as plain text.
    */
   private async sendFile(
@@ -284,9 +284,9 @@ export class TelegramChannel implements ChannelAdapter {
           : { caption: caption.plain };
       // A new InputFile each call: grammY consumes it while streaming the upload.
       const upload = new InputFile(bytes, file.name.replace(/[\r\n]/g, " "));
-      return kind === "photo"
-        ? this.bot.api.sendPhoto(target.chatId, upload, { ...base, ...text })
-        : this.bot.api.sendDocument(target.chatId, upload, { ...base, ...text });
+      if (kind === "photo") return this.bot.api.sendPhoto(target.chatId, upload, { ...base, ...text });
+      if (kind === "voice") return this.bot.api.sendVoice(target.chatId, upload, { ...base, ...text });
+      return this.bot.api.sendDocument(target.chatId, upload, { ...base, ...text });
     };
     const sendAs = (kind: OutboundFile["kind"]) =>
       formattedOrPlain(
@@ -296,6 +296,14 @@ export class TelegramChannel implements ChannelAdapter {
       );
     try {
       const sent = await sendAs(file.kind).catch((error) => {
+        if (file.kind === "voice" && isVoiceRefusal(error)) {
+          // The person's privacy settings forbid voice notes from bots: the audio still arrives, as a file.
+          this.deps.logger.warn(
+            { channel: this.name },
+            "Telegram refused the voice note; sending it as a file",
+          );
+          return sendAs("document");
+        }
         if (file.kind !== "photo" || !isPhotoRefusal(error)) throw error;
         this.deps.logger.warn(
           { channel: this.name, file: file.name },
@@ -506,6 +514,15 @@ function isFormattingRejection(error: unknown): boolean {
     error instanceof GrammyError &&
     error.error_code === 400 &&
     /can't parse entities|parse entities|unsupported start tag/i.test(error.description)
+  );
+}
+
+/** sendVoice refused because the person does not take voice notes (Telegram Premium privacy setting). */
+function isVoiceRefusal(error: unknown): boolean {
+  return (
+    error instanceof GrammyError &&
+    error.error_code === 400 &&
+    /VOICE_MESSAGES_FORBIDDEN/.test(error.description)
   );
 }
 

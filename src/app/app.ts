@@ -467,6 +467,7 @@ export class MagpieApp {
       setSpendPort: (spend) => {
         this.spend = spend;
       },
+      spend: () => this.spend,
       authority: () => this.authority,
       addChannel: (adapter) => void this.featureChannels.push(adapter),
       onStop: (task) => void this.stopTasks.push(task),

@@ -63,6 +63,8 @@ export interface AppContext {
   authority(): AuthorityPort;
   /** Installs the budget check and usage ledger asked around every LLM call (the usage feature). */
   setSpendPort(spend: SpendPort): void;
+  /** The budget check and usage ledger, once the usage feature installed it (null without). */
+  spend(): SpendPort | null;
   /** Adds a channel adapter a feature owns (the dashboard's web chat); started with the others. */
   addChannel(adapter: ChannelAdapter): void;
   /** Runs `task` when the app stops (reverse order of registration). */

@@ -1,3 +1,4 @@
+import { voiceFeature } from "../voice/voice-feature.js";
 import { accessFeature } from "./access-feature.js";
 import { browserFeature } from "./browser-feature.js";
 import { dashboardFeature } from "./dashboard-feature.js";
@@ -30,4 +31,5 @@ export const features: MagpieFeature[] = [
   browserFeature,
   dashboardFeature,
   metricsFeature,
+  voiceFeature,
 ];

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { voiceSchema } from "../voice/voice-config.js";
 import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents.js";
 import { browserSchema, composioSchema, screenshotSchema } from "./sections/browser.js";
 import { channelsSchema } from "./sections/channels.js";
@@ -42,6 +43,7 @@ export const configSchema = z.strictObject({
   composio: composioSchema,
   triggers: triggersSchema,
   mqtt: mqttSchema,
+  voice: voiceSchema,
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

@@ -7,6 +7,7 @@ import type { AgentDirectory } from "./agents.js";
 import type { Clock } from "./clock.js";
 import { errorMessage } from "./errors.js";
 import { type EventPublisher, type MessageOutcome, NO_EVENTS } from "./events.js";
+import type { AgentHooks, AnsweredTurn } from "./hooks.js";
 import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
 import type { MediaContext, MediaPort, PreparedMedia } from "./media.js";
 import { sessionModel } from "./model-command.js";
@@ -34,6 +35,8 @@ export interface ChatTurnsOptions {
   authority: () => AuthorityPort;
   /** Photos and voice notes for the model; null when not set up. */
   media: () => MediaPort | null;
+  /** Extension points; `afterReply` hears of each answered chat turn (voice replies). */
+  hooks?: () => readonly AgentHooks[];
   /** Stream drafts into channels that can edit messages. */
   streaming: boolean;
   /** `agent.progressNoticeSecs`: a turn still running after this sends one "still working" note (0 = off). */
@@ -239,10 +242,32 @@ export class ChatTurns {
         draftId,
         outcomeOfTurn(outcome.status, outcome.errorCode),
       );
+      if (outcome.status === "ok" && reply) {
+        this.afterReply({
+          sessionKey,
+          agent: agent.name,
+          target,
+          reply,
+          messages: items.map((item) => item.message),
+          inboxId: last.id,
+          budget,
+        });
+      }
       if (outcome.status !== "aborted") await engine.compact(sessionKey, agent, role, { budget, origin });
     } finally {
       progress.stop();
       stopTyping();
+    }
+  }
+
+  /** Tells the hooks of an answered turn, in the background: the text reply never waits for them. */
+  private afterReply(turn: AnsweredTurn): void {
+    for (const hooks of this.options.hooks?.() ?? []) {
+      hooks
+        .afterReply?.(turn)
+        .catch((error: unknown) =>
+          this.options.logger.warn({ err: error, session: turn.sessionKey }, "after-reply-hook-failed"),
+        );
     }
   }
 

@@ -154,6 +154,7 @@ export class Router implements InboundSink {
         adapters: options.adapters,
         authority: options.authority,
         media: options.media ?? (() => null),
+        hooks: options.hooks,
         streaming: settings.streaming,
         progressNoticeSecs: settings.progressNoticeSecs ?? 0,
       },

@@ -23,7 +23,7 @@ export interface BudgetScope {
   turnId: string;
 }
 
-export type LlmCallKind = "chat" | "embedding" | "transcription" | "vision";
+export type LlmCallKind = "chat" | "embedding" | "transcription" | "vision" | "speech";
 
 export interface LlmUsage {
   kind: LlmCallKind;

@@ -78,9 +78,10 @@ export interface OutboundMessage {
   editMessageId?: string;
   /**
    * A workspace file sent with the text (guarded and size-checked before it was queued); the adapter reads
-   * `path` when it sends, so the outbox item stays small and a retry re-reads it.
+   * `path` when it sends, so the outbox item stays small and a retry re-reads it. A `voice` file is a spoken
+   * reply: a voice note where the platform has them (Telegram, OGG/Opus), an audio file elsewhere.
    */
-  file?: { path: string; name: string; kind: "photo" | "document"; mime?: string };
+  file?: { path: string; name: string; kind: "photo" | "document" | "voice"; mime?: string };
 }
 
 /** Durable progress of a multi-part send, so a retry resumes after the last delivered part. */

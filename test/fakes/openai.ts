@@ -1,7 +1,8 @@
 /**
- * A scripted OpenAI-compatible server on 127.0.0.1: chat completions (stream and non-stream, tool calls) and
- * embeddings. Each chat request consumes the next scripted step; an unexpected call (nothing scripted) answers
- * 500 and is recorded, and `assertDone()` fails on unexpected or unconsumed calls.
+ * A scripted OpenAI-compatible server on 127.0.0.1: chat completions (stream and non-stream, tool calls),
+ * embeddings, /audio/transcriptions and /audio/speech. Each chat request consumes the next scripted step; an
+ * unexpected call (nothing scripted) answers 500 and is recorded, and `assertDone()` fails on unexpected or
+ * unconsumed calls.
  */
 import { createHash } from "node:crypto";
 import http from "node:http";
@@ -78,6 +79,10 @@ export interface OpenAiFake {
   transcriptionRequests: Array<{ model: string; bytes: number }>;
   /** What `/audio/transcriptions` answers. */
   transcript: string;
+  /** `/audio/speech` requests, in order. */
+  speechRequests: Array<{ model: string; voice: string; input: string; response_format?: string }>;
+  /** When set, `/audio/speech` answers this status with an error. */
+  speechStatus: number | null;
   /** Problems seen: unexpected calls, failed expectations. */
   errors: string[];
   script(...steps: ScriptStep[]): void;
@@ -114,6 +119,31 @@ export function hashEmbedding(text: string, dimensions = 384): number[] {
   return vector.map((value) => value / norm);
 }
 
+/** What `/audio/speech` answers for `response_format: "opus"`: a real 0.3 s OGG/Opus file ("ok", espeak-ng + opusenc). */
+export const SPEECH_OGG_OPUS = Buffer.from(
+  "T2dnUwACAAAAAAAAAAAvBHArAAAAAIq7azsBE09wdXNIZWFkAQE4ASJWAAAAAABPZ2dTAAAAAAAAAAAAAC8EcCsBAAAAa4aSTgP///5PcHVzVGFncx8AAABsaWJvcHVzIDEuMy4xLCBsaWJvcHVzZW5jIDAuMi4xAgAAACMAAABFTkNPREVSPW9wdXNlbmMgZnJvbSBvcHVzLXRvb2xzIDAuMioAAABFTkNPREVSX09QVElPTlM9LS1iaXRyYXRlIDYgLS1kb3dubWl4LW1vbm8AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAE9nZ1MABAeJAAAAAAAALwRwKwIAAACzBqeRJQ4WDw8PDgwNDA0PFA8NDg8PERMVEBYMCwoKCgwKCQYGBgYGBgYIgrdJQjiiPjB+b+rWwAi8gD1QUFNeZs4mszYBDLWH9hQf8IAIvTavoQ3fWloxTNKYWiAIvJCoRVlgMzNrjicVHJQIuiczoe8TN5MSr9Y7d/cIt3t6oGiOVATxYFVmwAg9+oAM1vPsIu3PoAiA+bqcGvKE64cXCvwIhZdAWNMMMN3jP/YIhXtAjhgO2CXYYTqACIWOxX77Fo+E5XYtkht7CLxDHENMCtImt4MLyLJfm58s87sIvNejEO8geZn9H4TmlQgIvLuWo6RLAevsIl5ACLySm5QjVlRjR45DzeAIvJKXyuvoceorKuIWn8AIvHHgFo5OHU2Iar2+I2AIvAqZYsOiGEuu2QwwjdiycAi8ZqlIQWzPDTXxYfNJsoskWYAIuzq2IMtcDhc6g5AkP5WbFoqlqqAIuLwKIIZgZgUBgtEpQqxQCL/FnclEAAHZFApBSB00wx66T4R45gg70RAAge4WKAacQAgjswAB9HEdpy+gCAmG66ey3daEgAgJf3I6vWmt3MwICKZkjXrKFmvACAimZI17WaB7uFmACAimZIx0jXagnggIpmSfhA+4uQgIrLMOxggIrLMOxggIrLMOxggIrLMOxggIrLMOxggIrLMOxggIrLMOxg==",
+  "base64",
+);
+
+/** A valid 16-bit mono 16 kHz WAV of `seconds` of silence (what `/audio/speech` answers for other formats). */
+export function silentWav(seconds: number): Buffer {
+  const samples = Math.round(16_000 * seconds);
+  const wav = Buffer.alloc(44 + samples * 2);
+  wav.write("RIFF", 0);
+  wav.writeUInt32LE(36 + samples * 2, 4);
+  wav.write("WAVEfmt ", 8);
+  wav.writeUInt32LE(16, 16);
+  wav.writeUInt16LE(1, 20);
+  wav.writeUInt16LE(1, 22);
+  wav.writeUInt32LE(16_000, 24);
+  wav.writeUInt32LE(32_000, 28);
+  wav.writeUInt16LE(2, 32);
+  wav.writeUInt16LE(16, 34);
+  wav.write("data", 36);
+  wav.writeUInt32LE(samples * 2, 40);
+  return wav;
+}
+
 export async function startOpenAiFake(): Promise<OpenAiFake> {
   const steps: ScriptStep[] = [];
   const sockets = new Set<import("node:net").Socket>();
@@ -124,6 +154,8 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
     embeddingRequests: [],
     transcriptionRequests: [],
     transcript: "fake transcript",
+    speechRequests: [],
+    speechStatus: null,
     errors: [],
     script: (...more) => void steps.push(...more),
     pending: () => steps.length,
@@ -159,6 +191,19 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
     }
     const raw = Buffer.concat(chunks).toString("utf8");
     const body = raw ? JSON.parse(raw) : {};
+    if (request.method === "POST" && url.endsWith("/audio/speech")) {
+      fake.speechRequests.push({
+        model: body.model,
+        voice: body.voice,
+        input: body.input,
+        response_format: body.response_format,
+      });
+      if (fake.speechStatus) return json(response, fake.speechStatus, errorBody("speech failure"));
+      const opus = body.response_format === "opus";
+      response.writeHead(200, { "content-type": opus ? "audio/ogg" : "audio/wav" });
+      response.end(opus ? SPEECH_OGG_OPUS : silentWav(0.2));
+      return;
+    }
     if (request.method === "POST" && url.endsWith("/embeddings")) {
       const input: string[] = Array.isArray(body.input) ? body.input : [body.input];
       fake.embeddingRequests.push({ model: body.model, input });

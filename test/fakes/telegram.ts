@@ -187,8 +187,9 @@ export class FakeTelegram {
           text: body.text,
         });
       case "sendPhoto":
+      case "sendVoice":
       case "sendDocument": {
-        const field = method === "sendPhoto" ? "photo" : "document";
+        const field = method === "sendPhoto" ? "photo" : method === "sendVoice" ? "voice" : "document";
         const upload = call.uploads?.[field];
         if (!upload)
           return sendJson(response, 400, {
@@ -205,7 +206,9 @@ export class FakeTelegram {
           ...(body.caption !== undefined ? { caption: body.caption } : {}),
           ...(field === "photo"
             ? { photo: [{ file_id: fileId, file_unique_id: fileId, width: 1, height: 1 }] }
-            : { document: { file_id: fileId, file_unique_id: fileId, file_name: upload.filename } }),
+            : field === "voice"
+              ? { voice: { file_id: fileId, file_unique_id: fileId, duration: 1 } }
+              : { document: { file_id: fileId, file_unique_id: fileId, file_name: upload.filename } }),
         });
       }
       case "editMessageText":

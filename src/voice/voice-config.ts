@@ -1,0 +1,20 @@
+import { z } from "zod";
+
+/** `voice`: spoken replies (DESIGN.md → Agent core → Voice out). */
+export const voiceSchema = z
+  .strictObject({
+    /** `mirror` answers a voice note with a voice note (and the text), `always` every reply; `/voice` per chat. */
+    replies: z.enum(["off", "mirror", "always"]).default("off"),
+    /** `llm`: the OpenAI-compatible /audio/speech endpoint (ledger, budgets); `espeak`: espeak-ng on the box. */
+    engine: z.enum(["llm", "espeak"]).default("llm"),
+    /** The /audio/speech model (engine llm); default `tts-1`. */
+    speechModel: z.string().min(1).optional(),
+    /** The speaker: an /audio/speech voice (default `alloy`) or an espeak-ng voice (default `en`). */
+    voice: z.string().min(1).optional(),
+  })
+  .prefault({});
+
+export type VoiceConfig = z.infer<typeof voiceSchema>;
+
+/** How a chat's replies are spoken. */
+export type VoiceMode = VoiceConfig["replies"];

@@ -1,0 +1,24 @@
+import path from "node:path";
+import type { MagpieFeature } from "../app/feature.js";
+import { VoiceReplies } from "./voice-replies.js";
+
+/**
+ * Voice replies (`voice`): the `afterReply` hook and `/voice`. Always set up, so an owner can turn voice on in
+ * one chat while `voice.replies` is off; the synthesizer and the `openai` SDK load on the first spoken reply.
+ */
+export const voiceFeature: MagpieFeature = {
+  name: "voice",
+  setup(app) {
+    const voice = new VoiceReplies({
+      config: app.config,
+      kv: app.store.kv,
+      logger: app.logger.child({ component: "voice" }),
+      messenger: app.messenger,
+      spend: () => app.spend(),
+      dir: path.join(app.config.dataDir, "voice"),
+      now: () => app.clock.now(),
+    });
+    app.commands.register(voice.command());
+    app.addHooks({ afterReply: (turn) => voice.afterReply(turn) });
+  },
+};
