@@ -1,6 +1,6 @@
 import { ConfigError } from "../core/errors.js";
 import type { MessagingService } from "../core/messenger.js";
-import { createPushoverNotifier } from "../notify/pushover.js";
+import { createPhoneNotifier } from "../notify/phone.js";
 import { specOfConfigJob } from "../scheduler/config-jobs.js";
 import { createScheduler } from "../scheduler/create-scheduler.js";
 import { cronCommand } from "../scheduler/cron-command.js";
@@ -8,12 +8,13 @@ import { createJobExecutor } from "../scheduler/job-executor.js";
 import { SchedulerError } from "../scheduler/scheduler-error.js";
 import type { MagpieFeature } from "./feature.js";
 
-/** Scheduler, Pushover notifier and cross-channel messaging: services, /cron, config job sync, start/stop. */
+/** Scheduler, phone notifier (Pushover, ntfy) and cross-channel messaging: services, /cron, config job sync, start/stop. */
 export const schedulerFeature: MagpieFeature = {
   name: "scheduler",
   setup(app) {
     const { config } = app;
-    const notifier = createPushoverNotifier(config.notify.pushover);
+    // Every configured phone provider: owner alerts go to each, `deliver` picks by name.
+    const notifier = createPhoneNotifier(config.notify);
     // Read at each use: the access feature installs the real authority whatever the setup order.
     const authority = () => app.authority();
     const scheduler = createScheduler({

@@ -1,6 +1,6 @@
 import { ConfigError } from "../core/errors.js";
 import type { SerialBackend } from "../hardware/serial-backend.js";
-import { createPushoverNotifier } from "../notify/pushover.js";
+import { createPhoneNotifier } from "../notify/phone.js";
 import type { TriggerDefinition } from "../triggers/trigger.js";
 import type { TriggerRuntime } from "../triggers/trigger-runtime.js";
 import { TriggerService } from "../triggers/trigger-service.js";
@@ -71,7 +71,7 @@ async function loadRuntime(
     mqttClientId: clientId,
     run: createTriggerActions({
       messenger: app.messenger,
-      notifier: app.services.notifier ?? createPushoverNotifier(config.notify.pushover),
+      notifier: app.services.notifier ?? createPhoneNotifier(config.notify),
       tools: app.tools,
       agent: app.agent,
       authority: () => app.authority(),

@@ -1,6 +1,6 @@
 import { magpieEvents } from "../core/events.js";
 import type { ReplyTarget } from "../core/types.js";
-import { createPushoverNotifier } from "../notify/pushover.js";
+import { createPhoneNotifier } from "../notify/phone.js";
 import type { MagpieFeature } from "./feature.js";
 
 /** The kv key marking a chat whose replies the platform refuses (one alert per incident, across restarts). */
@@ -8,7 +8,7 @@ const incidentKey = (channel: string, chatId: string) => `undeliverable:${channe
 
 /**
  * A reply the platform kept refusing (DESIGN.md → Every message has an outcome, `undeliverable`): the owner is
- * alerted once per chat and incident — Pushover when configured, and their first DM on another chat — and the
+ * alerted once per chat and incident — every configured phone provider (Pushover, ntfy), and their first DM on another chat — and the
  * incident ends with the next reply delivered there. The reply itself stays readable in `magpie trace`.
  */
 export const undeliverableFeature: MagpieFeature = {
@@ -17,7 +17,7 @@ export const undeliverableFeature: MagpieFeature = {
     const { store, config } = app;
     const logger = app.logger.child({ component: "undeliverable" });
     const onError = (error: unknown) => logger.error({ err: error }, "undeliverable-alert-failed");
-    const notifier = app.services.notifier ?? createPushoverNotifier(config.notify.pushover);
+    const notifier = app.services.notifier ?? createPhoneNotifier(config.notify);
 
     /** The owner's first direct chat (the oldest DM from an owner), other than the chat that refuses. */
     const ownerDm = (except: { channel: string; chatId: string }): ReplyTarget | null => {
@@ -46,7 +46,7 @@ export const undeliverableFeature: MagpieFeature = {
       if (notifier.configured) {
         notifier
           .send({ title: "Magpie: reply undeliverable", message: text, priority: 1 })
-          .catch((error: unknown) => logger.warn({ err: error }, "undeliverable-pushover-failed"));
+          .catch((error: unknown) => logger.warn({ err: error }, "undeliverable-phone-alert-failed"));
       }
       const dm = ownerDm({ channel, chatId });
       if (dm) app.messenger.send(dm, { text, format: "plain" }, "notice");

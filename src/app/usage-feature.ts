@@ -1,4 +1,4 @@
-import { createPushoverNotifier } from "../notify/pushover.js";
+import { createPhoneNotifier } from "../notify/phone.js";
 import { SpendGuard } from "../usage/spend-guard.js";
 import { usageCommand } from "../usage/usage-command.js";
 import type { MagpieFeature } from "./feature.js";
@@ -16,7 +16,7 @@ export const usageFeature: MagpieFeature = {
   setup(app) {
     const { config } = app;
     const logger = app.logger.child({ component: "usage" });
-    const notifier = app.services.notifier ?? createPushoverNotifier(config.notify.pushover);
+    const notifier = app.services.notifier ?? createPhoneNotifier(config.notify);
     const guard = new SpendGuard({
       db: app.store.db,
       budgets: config.budgets,

@@ -118,7 +118,7 @@ export class WatchEvents {
         if (this.options.notifier?.configured) {
           delivered.push("pushover");
           this.options.notifier
-            .send({ title: `Magpie: ${edge.pin}`, message: text })
+            .send({ title: `Magpie: ${edge.pin}`, message: text }, ["pushover"])
             .catch((error: unknown) =>
               this.options.logger.warn({ err: error, pin: edge.pin }, "hardware-event-pushover-failed"),
             );

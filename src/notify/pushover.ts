@@ -20,11 +20,17 @@ export interface PushoverSettings {
   timeoutMs?: number;
 }
 
-/** Sends phone notifications; `configured` is false without token and user. */
+/** A phone notification service (DESIGN.md `notify`). */
+export type PhoneProvider = "pushover" | "ntfy";
+
+/** Sends phone notifications; `configured` is false without its credentials. */
 export interface Notifier {
   readonly configured: boolean;
-  /** Resolves with Pushover's request id; throws NotifyError. */
-  send(message: PushoverMessage): Promise<string>;
+  /**
+   * Resolves with the provider's id for the notification; throws NotifyError. `only`: the providers to use, where
+   * a notifier stands for several (src/notify/phone.ts); a single provider ignores it.
+   */
+  send(message: PushoverMessage, only?: readonly PhoneProvider[]): Promise<string>;
 }
 
 export class NotifyError extends MagpieError {

@@ -71,7 +71,7 @@ export class RunDelivery {
     if (job.deliver.pushover) {
       try {
         const report = formatPushoverReport(job, outcome);
-        await notifier.send({ ...report, priority: outcome.status === "ok" ? 0 : 1 });
+        await notifier.send({ ...report, priority: outcome.status === "ok" ? 0 : 1 }, ["pushover"]);
         result.pushover = { status: "sent" };
       } catch (error) {
         const notConfigured = (error as { code?: string }).code === "pushover.not_configured";

@@ -32,6 +32,7 @@ import { memoryRecallTool } from "./memory-recall.js";
 import { memoryStoreTool } from "./memory-store.js";
 import { messageTool } from "./message.js";
 import { mqttPublishTool } from "./mqtt-publish.js";
+import { notifyTool } from "./notify.js";
 import { pushoverTool } from "./pushover.js";
 import { scheduleTool } from "./schedule.js";
 import { screenshotTool } from "./screenshot.js";
@@ -82,6 +83,7 @@ export const builtinTools: Tool[] = [
   cronUpdateTool,
   messageTool,
   pushoverTool,
+  notifyTool,
   attachmentSaveTool,
   askQuestionTool,
   delegateTool,

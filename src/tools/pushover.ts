@@ -29,10 +29,10 @@ export const pushoverTool = defineTool({
   async execute(input, context) {
     const notifier = context.services.notifier ?? createPushoverNotifier(context.config.notify.pushover);
     try {
-      const request = await notifier.send({
-        ...input,
-        priority: input.priority as -2 | -1 | 0 | 1 | 2 | undefined,
-      });
+      const request = await notifier.send(
+        { ...input, priority: input.priority as -2 | -1 | 0 | 1 | 2 | undefined },
+        ["pushover"],
+      );
       return { ok: true, sent: true, request };
     } catch (error) {
       if (error instanceof NotifyError) throw new ToolError(error.code, error.message);

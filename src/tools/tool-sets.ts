@@ -23,6 +23,7 @@ export const NEVER_FOR_SUBAGENTS = [
   /^composio$/,
   /^browser/,
   /^pushover$/,
+  /^notify$/,
   /^ask_question$/,
   /^mcp__/,
 ];

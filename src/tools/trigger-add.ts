@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { TRIGGER_NAME, triggerActionSchema, triggerSourceSchema } from "../config/sections/triggers.js";
 import { creatorOf } from "./cron-shared.js";
-import { defineTool, ToolError } from "./define-tool.js";
+import { defineTool } from "./define-tool.js";
 import { triggerCall, triggersOf } from "./trigger-shared.js";
 
 export const triggerAddTool = defineTool({
@@ -49,11 +49,6 @@ export const triggerAddTool = defineTool({
   risk: "high",
   async execute(input, context) {
     const triggers = triggersOf(context);
-    if (input.deliver?.ntfy)
-      throw new ToolError(
-        "trigger.ntfy_not_supported",
-        "deliver.ntfy is not supported yet; use a chat or pushover.",
-      );
     const { channel, chatId, threadId } = context.target;
     const fromChat = channel !== "cron" && channel !== "trigger";
     return triggerCall(async () => ({
@@ -69,7 +64,7 @@ export const triggerAddTool = defineTool({
                   ...(input.deliver.channel ? { channel: input.deliver.channel } : {}),
                   ...(input.deliver.chat_id ? { chat_id: input.deliver.chat_id } : {}),
                   pushover: input.deliver.pushover ?? false,
-                  ntfy: false,
+                  ntfy: input.deliver.ntfy ?? false,
                 },
               }
             : {}),

@@ -132,11 +132,12 @@ export function createTriggerActions(deps: TriggerActionDeps): ActionRunner {
       const body = text.length > max ? `${text.slice(0, max - 1)}…` : text;
       deps.messenger.send(chat, { text: body }, "notice");
     }
-    if (trigger.deliver.pushover) {
+    const phones = (["pushover", "ntfy"] as const).filter((provider) => trigger.deliver[provider]);
+    if (phones.length > 0) {
       try {
-        await deps.notifier.send({ title: `Magpie: ${trigger.name}`, message: text.slice(0, 1_000) });
+        await deps.notifier.send({ title: `Magpie: ${trigger.name}`, message: text.slice(0, 1_000) }, phones);
       } catch (error) {
-        deps.logger.warn({ trigger: trigger.name, error: errorMessage(error) }, "trigger-pushover-failed");
+        deps.logger.warn({ trigger: trigger.name, error: errorMessage(error) }, "trigger-phone-failed");
         throw error;
       }
     }

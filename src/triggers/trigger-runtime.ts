@@ -81,11 +81,13 @@ export class TriggerRuntime {
       const problem = cronProblem(on.cron);
       if (problem) problems.push(`${at}.on.cron: ${problem}`);
     }
-    const { pushover } = this.deps.config.notify;
+    const { pushover, ntfy } = this.deps.config.notify;
     if (trigger.deliver.pushover && !(pushover.token && pushover.user))
       problems.push(
         `${at}.deliver.pushover: notify.pushover.token/user are not set (PUSHOVER_TOKEN, PUSHOVER_USER_KEY)`,
       );
+    if (trigger.deliver.ntfy && !(ntfy.url && ntfy.topic))
+      problems.push(`${at}.deliver.ntfy: notify.ntfy.url/topic are not set (NTFY_URL, NTFY_TOPIC)`);
     return problems;
   }
 

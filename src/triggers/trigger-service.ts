@@ -1,4 +1,10 @@
-import type { TriggerConfig, TriggersConfig } from "../config/sections/triggers.js";
+import { z } from "zod";
+import {
+  type TriggerConfig,
+  type TriggersConfig,
+  triggerActionSchema,
+  triggerSourceSchema,
+} from "../config/sections/triggers.js";
 import { type AuthorityPort, ownerIdentity, type SenderIdentity } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
 import type { JobCreator } from "../scheduler/job.js";
@@ -11,6 +17,36 @@ import type { TriggerRuntime } from "./trigger-runtime.js";
 const CHAT_TRIGGERS_KEY = "triggers.chat";
 /** Chat-made triggers kept at most (each one may hold a broker subscription or a timer). */
 const MAX_CHAT_TRIGGERS = 100;
+
+const chatSchema = z.object({
+  channel: z.string().min(1),
+  chatId: z.string().min(1),
+  threadId: z.string().min(1).optional(),
+});
+
+/** A trigger made in chat as kept in kv: checked when read back, so a damaged row can't pass as a trigger. */
+const storedTriggerSchema = z.object({
+  name: z.string().min(1),
+  on: triggerSourceSchema,
+  when: z.string().min(1).optional(),
+  do: triggerActionSchema,
+  deliver: z.object({ chat: chatSchema.optional(), pushover: z.boolean() }),
+  cooldownSecs: z.number().int().min(0),
+  maxPerHour: z.number().int().min(1),
+  enabled: z.boolean(),
+  source: z.literal("chat"),
+  creator: z.object({
+    identity: z.object({
+      channel: z.string().min(1),
+      userId: z.string().min(1),
+      userName: z.string().optional(),
+      role: z.enum(["owner", "guest"]),
+    }),
+    agent: z.string().min(1).optional(),
+    toolNames: z.array(z.string()).optional(),
+  }),
+  createdFrom: chatSchema.optional(),
+});
 
 /** A trigger as the tools and `/triggers` show it (the webhook secret never shown). */
 export interface TriggerView {
@@ -47,6 +83,7 @@ export function configTrigger(name: string, trigger: TriggerConfig): TriggerDefi
         ? { chat: { channel: deliver.channel, chatId: deliver.chat_id } }
         : {}),
       pushover: deliver?.pushover ?? false,
+      ntfy: deliver?.ntfy ?? false,
     },
     cooldownSecs: trigger.cooldownSecs,
     maxPerHour: trigger.maxPerHour,
@@ -136,15 +173,19 @@ export class TriggerService {
       );
     const definition: TriggerDefinition = {
       ...configTrigger(trigger.name, trigger),
-      deliver: { ...(chat ? { chat } : {}), pushover: trigger.deliver?.pushover ?? false },
+      deliver: {
+        ...(chat ? { chat } : {}),
+        pushover: trigger.deliver?.pushover ?? false,
+        ntfy: trigger.deliver?.ntfy ?? false,
+      },
       source: "chat",
       creator: origin.creator,
       ...(origin.createdFrom ? { createdFrom: origin.createdFrom } : {}),
     };
-    if (!definition.deliver.chat && !definition.deliver.pushover)
+    if (!definition.deliver.chat && !definition.deliver.pushover && !definition.deliver.ntfy)
       throw new TriggerError(
         "trigger.no_target",
-        "Say where it reports: deliver.channel + deliver.chat_id or pushover: true.",
+        "Say where it reports: deliver.channel + deliver.chat_id, pushover: true or ntfy: true.",
       );
     const runtime = await this.ready();
     const problems = runtime.problems(definition);
@@ -204,7 +245,11 @@ export class TriggerService {
       on: `${sourceKind(on)} ${detail}`,
       when: definition.when ?? null,
       do: actionKind(definition.do),
-      deliver: [chat ? `${chat.channel}:${chat.chatId}` : "", definition.deliver.pushover ? "pushover" : ""]
+      deliver: [
+        chat ? `${chat.channel}:${chat.chatId}` : "",
+        definition.deliver.pushover ? "pushover" : "",
+        definition.deliver.ntfy ? "ntfy" : "",
+      ]
         .filter(Boolean)
         .join(" + "),
       enabled: definition.enabled,
@@ -216,7 +261,12 @@ export class TriggerService {
   }
 
   private stored(): TriggerDefinition[] {
-    return this.deps.kv.get<TriggerDefinition[]>(CHAT_TRIGGERS_KEY) ?? [];
+    const rows = this.deps.kv.get<unknown>(CHAT_TRIGGERS_KEY);
+    if (!Array.isArray(rows)) return [];
+    return rows.flatMap((row) => {
+      const parsed = storedTriggerSchema.safeParse(row);
+      return parsed.success ? [parsed.data as TriggerDefinition] : [];
+    });
   }
 }
 
@@ -224,7 +274,7 @@ export class TriggerService {
 function deliverChat(trigger: TriggerConfig, from: ReplyTarget | null): ReplyTarget | undefined {
   const deliver = trigger.deliver;
   if (deliver?.channel && deliver.chat_id) return { channel: deliver.channel, chatId: deliver.chat_id };
-  if (deliver?.pushover && !deliver.channel) return undefined;
+  if ((deliver?.pushover || deliver?.ntfy) && !deliver.channel) return undefined;
   if (!from) return undefined;
   const { channel, chatId, threadId } = from;
   return { channel, chatId, ...(threadId ? { threadId } : {}) };

@@ -30,7 +30,7 @@ export interface TriggerDefinition {
   when?: string;
   do: TriggerAction;
   /** Chat target and phone notification. */
-  deliver: { chat?: ReplyTarget; pushover: boolean };
+  deliver: { chat?: ReplyTarget; pushover: boolean; ntfy?: boolean };
   cooldownSecs: number;
   maxPerHour: number;
   enabled: boolean;

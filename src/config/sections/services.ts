@@ -102,6 +102,22 @@ export const notifySchema = z
         proxy: z.string().url().optional(),
       })
       .prefault({}),
+    /** ntfy push: a self-hosted server or https://ntfy.sh, the topic the owner's phone subscribes to. */
+    ntfy: z
+      .strictObject({
+        url: z
+          .string()
+          .url()
+          .refine((url) => /^https?:\/\//.test(url), "url must be an http:// or https:// server")
+          .optional(),
+        topic: z
+          .string()
+          .regex(/^[-_A-Za-z0-9]{1,64}$/, "topic: 1–64 letters, digits, - or _ (as ntfy allows)")
+          .optional(),
+        /** Access token (`tk_…`) for a protected topic. */
+        token: z.string().min(1).optional(),
+      })
+      .prefault({}),
   })
   .prefault({});
 

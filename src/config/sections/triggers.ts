@@ -91,23 +91,17 @@ export const triggerSchema = z
   })
   .superRefine((trigger, issue) => {
     const deliver = trigger.deliver;
-    if (deliver?.ntfy)
-      issue.addIssue({
-        code: "custom",
-        path: ["deliver", "ntfy"],
-        message: "ntfy delivery is not supported yet (use a chat or pushover)",
-      });
     if (deliver && (deliver.channel === undefined) !== (deliver.chat_id === undefined))
       issue.addIssue({
         code: "custom",
         path: ["deliver"],
         message: "deliver needs both channel and chat_id, or neither",
       });
-    if (!deliver?.channel && !deliver?.pushover)
+    if (!deliver?.channel && !deliver?.pushover && !deliver?.ntfy)
       issue.addIssue({
         code: "custom",
         path: ["deliver"],
-        message: "deliver somewhere: channel + chat_id and/or pushover: true",
+        message: "deliver somewhere: channel + chat_id, pushover: true and/or ntfy: true",
       });
   });
 
