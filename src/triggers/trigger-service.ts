@@ -265,7 +265,7 @@ export class TriggerService {
     if (!Array.isArray(rows)) return [];
     return rows.flatMap((row) => {
       const parsed = storedTriggerSchema.safeParse(row);
-      return parsed.success ? [parsed.data as TriggerDefinition] : [];
+      return parsed.success ? [parsed.data] : [];
     });
   }
 }
