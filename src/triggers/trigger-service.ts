@@ -30,7 +30,7 @@ const storedTriggerSchema = z.object({
   on: triggerSourceSchema,
   when: z.string().min(1).optional(),
   do: triggerActionSchema,
-  deliver: z.object({ chat: chatSchema.optional(), pushover: z.boolean() }),
+  deliver: z.object({ chat: chatSchema.optional(), pushover: z.boolean(), ntfy: z.boolean().optional() }),
   cooldownSecs: z.number().int().min(0),
   maxPerHour: z.number().int().min(1),
   enabled: z.boolean(),

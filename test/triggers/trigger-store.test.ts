@@ -23,12 +23,25 @@ const owner = {
 
 describe("chat triggers in the store", () => {
   it("survive a restart and keep working; a damaged row is ignored", async () => {
-    const first = await startTestApp({ llm: false, features: [triggersFeature] });
+    const config = { notify: { ntfy: { url: "http://127.0.0.1:9", topic: "magpie-test" } } };
+    const first = await startTestApp({ llm: false, features: [triggersFeature], config });
     await first.app.context.services.triggers!.add(
       {
         name: "bell",
         on: { webhook: { secret: SECRET } },
         do: { message: "ding {{event.payload.n}}" },
+        cooldownSecs: 0,
+        maxPerHour: 60,
+        enabled: true,
+      },
+      owner,
+    );
+    await first.app.context.services.triggers!.add(
+      {
+        name: "phone",
+        on: { cron: "0 0 1 1 *" },
+        do: { message: "new year" },
+        deliver: { pushover: false, ntfy: true },
         cooldownSecs: 0,
         maxPerHour: 60,
         enabled: true,
@@ -43,9 +56,13 @@ describe("chat triggers in the store", () => {
     ]);
     await first.stop({ keepData: true });
 
-    app = await startTestApp({ llm: false, features: [triggersFeature], dataDir: first.dataDir });
+    app = await startTestApp({ llm: false, features: [triggersFeature], dataDir: first.dataDir, config });
     const testApp = app;
-    expect(testApp.app.context.services.triggers!.list().map((view) => view.name)).toEqual(["bell"]);
+    const views = testApp.app.context.services.triggers!.list();
+    expect(views.map((view) => [view.name, view.deliver])).toEqual([
+      ["bell", "test:owner-chat"],
+      ["phone", "ntfy"],
+    ]);
     const body = JSON.stringify({ n: 3 });
     const post = (name: string) => {
       const timestamp = Math.floor(Date.now() / 1000);
@@ -72,6 +89,6 @@ describe("chat triggers in the store", () => {
     await waitFor(() => testApp.channel!.sent.some((sent) => sent.message.text === "ding 3"), "the message");
     expect(testApp.channel!.sent[0]?.target.chatId).toBe("owner-chat");
     expect(await testApp.app.context.services.triggers!.remove("bell", owner.creator.identity)).toBe(true);
-    expect(testApp.app.context.services.triggers!.list()).toEqual([]);
+    expect(testApp.app.context.services.triggers!.list().map((view) => view.name)).toEqual(["phone"]);
   });
 });
