@@ -1,6 +1,7 @@
 import type { MagpieConfig } from "../src/config/schema.js";
 import type { ChannelEntry } from "./channel-entry.js";
 import { discordChannel } from "./discord-entry.js";
+import { emailChannel } from "./email-entry.js";
 import { matrixChannel } from "./matrix-entry.js";
 import { slackChannel } from "./slack-entry.js";
 import { telegramChannel } from "./telegram-entry.js";
@@ -11,7 +12,7 @@ import { telegramChannel } from "./telegram-entry.js";
  * pairing, `message`, doctor, /status and the dashboard read this list. The console and the webchat are not
  * networks: they are the owner's own, built in.
  */
-export const CHANNEL_CATALOG = [telegramChannel, discordChannel, slackChannel, matrixChannel] as const;
+export const CHANNEL_CATALOG = [telegramChannel, discordChannel, slackChannel, emailChannel, matrixChannel] as const;
 
 /** One entry of the catalog, with its precise name and section type. */
 export type CatalogEntry = (typeof CHANNEL_CATALOG)[number];

@@ -13,6 +13,8 @@ export const MISSING_PROGRAMS_FILE = "missing.jsonl";
 export const PACKAGE_OF: Readonly<Record<string, string>> = {
   bwrap: "bubblewrap",
   chromium: "chromium",
+  dovecot: "dovecot-imapd",
+  "espeak-ng": "espeak-ng",
   mosquitto: "mosquitto",
   python3: "python3",
   setpriv: "util-linux",
