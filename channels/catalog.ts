@@ -12,7 +12,13 @@ import { telegramChannel } from "./telegram-entry.js";
  * pairing, `message`, doctor, /status and the dashboard read this list. The console and the webchat are not
  * networks: they are the owner's own, built in.
  */
-export const CHANNEL_CATALOG = [telegramChannel, discordChannel, slackChannel, emailChannel, matrixChannel] as const;
+export const CHANNEL_CATALOG = [
+  telegramChannel,
+  discordChannel,
+  slackChannel,
+  emailChannel,
+  matrixChannel,
+] as const;
 
 /** One entry of the catalog, with its precise name and section type. */
 export type CatalogEntry = (typeof CHANNEL_CATALOG)[number];
