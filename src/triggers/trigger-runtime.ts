@@ -206,7 +206,9 @@ export class TriggerRuntime {
       let start = 0;
       let newline = text.indexOf("\n");
       while (newline >= 0) {
-        if (!overlong) this.serialLine(trigger.name, pattern, text.slice(start, newline).replace(/\r$/, ""));
+        // A line longer than the cap is skipped whole, however it arrived (in one chunk or across several).
+        if (!overlong && newline - start <= MAX_SERIAL_LINE)
+          this.serialLine(trigger.name, pattern, text.slice(start, newline).replace(/\r$/, ""));
         overlong = false;
         start = newline + 1;
         newline = text.indexOf("\n", start);
@@ -222,7 +224,7 @@ export class TriggerRuntime {
   }
 
   private serialLine(name: string, pattern: RegExp, line: string): void {
-    const match = pattern.exec(line.slice(0, MAX_SERIAL_LINE));
+    const match = pattern.exec(line);
     if (!match) return;
     this.handle(name, {
       source: "serial",

@@ -122,7 +122,7 @@ describe.runIf(hasPrograms("socat"))("serial triggers (a real PTY)", () => {
     const board = await open(boardEnd, "w");
     cleanups.unshift(() => board.close());
     await board.write(
-      `OK heartbeat\r\n${"A".repeat(200_000)}LEAK sensor=x level=99\nLEAK sensor=cellar level=12\n`,
+      `OK heartbeat\r\nLEAK sensor=big level=99 ${"A".repeat(200_000)}\nLEAK sensor=cellar level=12\n`,
     );
     await board.write("LEAK sensor=cellar level=80\r\n");
     await waitFor(() => sentTexts(testApp).length === 1, "the message");
