@@ -21,6 +21,13 @@ export interface DeliveryDeps {
   authority: () => AuthorityPort;
 }
 
+/** The phone providers a job can deliver to, each a `deliver` flag and a `DeliveryResult` field. */
+const PHONE_PROVIDERS = ["pushover", "ntfy"] as const;
+
+/** Whether a phone notification the job asked for didn't go out. */
+const phoneFailed = (result: DeliveryResult): boolean =>
+  PHONE_PROVIDERS.some((provider) => result[provider] !== undefined && result[provider].status !== "sent");
+
 /** How long a run waits on its chat report before leaving it to the periodic check. */
 const SETTLE_WAIT_MS = 2 * 60_000;
 
@@ -68,18 +75,22 @@ export class RunDelivery {
         result.chat = { outboxId: -1, status: "failed", error: errorMessage(error) };
       }
     }
-    if (job.deliver.pushover) {
+    for (const provider of PHONE_PROVIDERS) {
+      if (!job.deliver[provider]) continue;
       try {
         const report = formatPushoverReport(job, outcome);
-        await notifier.send({ ...report, priority: outcome.status === "ok" ? 0 : 1 }, ["pushover"]);
-        result.pushover = { status: "sent" };
+        await notifier.send({ ...report, priority: outcome.status === "ok" ? 0 : 1 }, [provider]);
+        result[provider] = { status: "sent" };
       } catch (error) {
-        const notConfigured = (error as { code?: string }).code === "pushover.not_configured";
-        result.pushover = { status: notConfigured ? "not_configured" : "failed", error: errorMessage(error) };
-        logger.warn({ job: job.id, err: error }, "cron-pushover-failed");
+        const notConfigured = (error as { code?: string }).code === `${provider}.not_configured`;
+        result[provider] = {
+          status: notConfigured ? "not_configured" : "failed",
+          error: errorMessage(error),
+        };
+        logger.warn({ job: job.id, err: error }, `cron-${provider}-failed`);
       }
     }
-    const pushoverFailed = result.pushover !== undefined && result.pushover.status !== "sent";
+    const phoneDeliveryFailed = phoneFailed(result);
     if (result.chat?.status === "failed" || result.refused) {
       const run = jobs.getRun(runId);
       if (run && chat) result.alert = await this.alert(run, chat, result.chat?.error ?? result.refused ?? "");
@@ -88,9 +99,9 @@ export class RunDelivery {
     }
     const state = result.chat
       ? "pending"
-      : pushoverFailed
+      : phoneDeliveryFailed
         ? "failed"
-        : result.pushover
+        : result.pushover || result.ntfy
           ? "delivered"
           : "none";
     jobs.setDelivery(runId, result, state);
@@ -133,8 +144,7 @@ export class RunDelivery {
     const delivery: DeliveryResult = { ...run.delivery };
     if (item.status === "sent") {
       delivery.chat = { ...chat, status: "sent" };
-      const pushoverFailed = delivery.pushover !== undefined && delivery.pushover.status !== "sent";
-      this.deps.jobs.setDelivery(runId, delivery, pushoverFailed ? "failed" : "delivered");
+      this.deps.jobs.setDelivery(runId, delivery, phoneFailed(delivery) ? "failed" : "delivered");
       return;
     }
     delivery.chat = { ...chat, status: "failed", error: item.lastError ?? "unknown error" };

@@ -97,6 +97,7 @@ function payloadOf(spec: JobSpec): { kind: JobKind; payload: string } {
 function deliveryOf(deliver: JobSpec["deliver"], createdFrom: ReplyTarget | undefined): Delivery {
   const mode = deliver?.mode ?? "always";
   const pushover = deliver?.pushover ?? false;
+  const ntfy = deliver?.ntfy ?? false;
   const channel = deliver?.channel ?? createdFrom?.channel;
   let chatId = deliver?.chatId;
   let threadId: string | undefined;
@@ -115,7 +116,7 @@ function deliveryOf(deliver: JobSpec["deliver"], createdFrom: ReplyTarget | unde
   }
   const chat =
     channel && chatId !== undefined ? { channel, chatId, ...(threadId ? { threadId } : {}) } : undefined;
-  return { ...(chat ? { chat } : {}), pushover, mode };
+  return { ...(chat ? { chat } : {}), pushover, ...(ntfy ? { ntfy } : {}), mode };
 }
 
 /** A chat without the reply-to of the message that asked. */

@@ -24,6 +24,8 @@ export interface Delivery {
   /** Chat target; absent for jobs made outside a chat with no explicit target. */
   chat?: ReplyTarget;
   pushover: boolean;
+  /** Absent on jobs stored before ntfy existed. */
+  ntfy?: boolean;
   mode: DeliveryMode;
 }
 
@@ -73,6 +75,7 @@ export interface Job {
 export interface DeliveryResult {
   chat?: { outboxId: number; status: "queued" | "sent" | "failed"; error?: string };
   pushover?: { status: "sent" | "failed" | "not_configured"; error?: string };
+  ntfy?: { status: "sent" | "failed" | "not_configured"; error?: string };
   alert?: { status: "sent" | "failed" | "not_configured"; error?: string };
   skipped?: string;
   /** The chat target was refused at delivery time (no longer a chat Magpie may post to); nothing was sent. */
@@ -106,6 +109,6 @@ export interface JobSpec {
   timezone?: string;
   agent?: string;
   toolSet?: string | string[];
-  deliver?: { channel?: string; chatId?: string; pushover?: boolean; mode?: DeliveryMode };
+  deliver?: { channel?: string; chatId?: string; pushover?: boolean; ntfy?: boolean; mode?: DeliveryMode };
   enabled?: boolean;
 }

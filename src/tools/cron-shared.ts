@@ -40,6 +40,7 @@ export const deliverSchema = z
       .describe("Channel to post the report in (default: this chat's channel)."),
     chat_id: z.string().min(1).optional().describe("Chat id in that channel (default: this chat)."),
     pushover: z.boolean().optional().describe("Also send the report to the phone via Pushover."),
+    ntfy: z.boolean().optional().describe("Also publish the report to the owner's ntfy topic."),
     mode: z
       .enum(["always", "on_error", "on_success", "none"])
       .optional()
@@ -90,6 +91,7 @@ export function specOf(input: JobFieldInput): JobSpec {
             channel: deliver.channel,
             chatId: deliver.chat_id,
             pushover: deliver.pushover,
+            ...(deliver.ntfy ? { ntfy: true } : {}),
             mode: deliver.mode,
           },
         }

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { systemClock } from "../../core/clock.js";
 import { errorMessage } from "../../core/errors.js";
 import { silentLogger } from "../../log/logger.js";
-import { createPushoverNotifier } from "../../notify/pushover.js";
+import { createPhoneNotifier } from "../../notify/phone.js";
 import { createScheduler } from "../../scheduler/create-scheduler.js";
 import { parseAddArguments } from "../../scheduler/cron-command.js";
 import { formatJobList, formatRuns } from "../../scheduler/format-text.js";
@@ -15,7 +15,7 @@ import type { CliCommand } from "../cli-env.js";
 const USAGE = `Usage: magpie cron <command>
   list                                   jobs with schedule, status and next run
   add <expression|delay> <command>       e.g. magpie cron add "0 8 * * *" "df -h"   or   add 30m "message: stretch"
-      [--name N] [--timezone Z] [--channel C --chat ID] [--pushover] [--mode always|on_error|on_success|none]
+      [--name N] [--timezone Z] [--channel C --chat ID] [--pushover] [--ntfy] [--mode always|on_error|on_success|none]
       (start the payload with "prompt:" for an assistant task or "message:" for fixed text)
   remove <id>                            delete a job and its history
   run <id>                               ask the running Magpie to run the job now (picked up within 15 s)
@@ -54,7 +54,7 @@ export const run: CliCommand = async (argv, env) => {
     db: store.db,
     outbox: store.outbox,
     messenger: { send: unavailable, waitForDelivery: unavailable },
-    notifier: createPushoverNotifier(config.notify.pushover),
+    notifier: createPhoneNotifier(config.notify),
     executor: { execute: unavailable },
     clock: systemClock,
     logger: silentLogger(),
@@ -90,6 +90,7 @@ export const run: CliCommand = async (argv, env) => {
             deliver: {
               ...(chat ?? {}),
               pushover: values.pushover ?? false,
+              ...(values.ntfy ? { ntfy: true } : {}),
               mode: (values.mode as DeliveryMode | undefined) ?? "always",
             },
           },
@@ -98,9 +99,9 @@ export const run: CliCommand = async (argv, env) => {
         env.stdout.write(
           `Added job #${job.id} "${job.name}" (${job.schedule}, ${job.timezone}) — next run ${job.next_run}.\n`,
         );
-        if (!chat && !values.pushover) {
+        if (!chat && !values.pushover && !values.ntfy) {
           env.stdout.write(
-            "Note: no --channel/--chat or --pushover given, so runs are only recorded (magpie cron runs).\n",
+            "Note: no --channel/--chat, --pushover or --ntfy given, so runs are only recorded (magpie cron runs).\n",
           );
         }
         return 0;
@@ -147,6 +148,7 @@ function parse(argv: string[]) {
       channel: { type: "string" },
       chat: { type: "string" },
       pushover: { type: "boolean" },
+      ntfy: { type: "boolean" },
       mode: { type: "string" },
       limit: { type: "string" },
       help: { type: "boolean", short: "h" },

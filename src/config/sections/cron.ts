@@ -7,6 +7,8 @@ export const deliverSchema = z.strictObject({
   chatId: idSchema.optional(),
   /** Also push the report to the phone through Pushover (notify.pushover). */
   pushover: z.boolean().default(false),
+  /** Also publish the report to the ntfy topic (notify.ntfy). */
+  ntfy: z.boolean().default(false),
   mode: z.enum(["always", "on_error", "on_success", "none"]).default("always"),
 });
 
