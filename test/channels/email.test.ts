@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { EmailChannel, UNVERIFIED_PREFIX } from "../../channels/email.js";
+import { emailChannel } from "../../channels/email-entry.js";
 import type { Store } from "../../src/store/index.js";
 import { type Dovecot, hasDovecot, startDovecot } from "../fakes/dovecot.js";
 import { waitFor } from "../fakes/http-util.js";
@@ -297,6 +298,22 @@ describe.runIf(hasDovecot())("e-mail channel against Dovecot and an SMTP receive
       await deliver(dovecot, rawMail({ body: "marker", headers: [DMARC_PASS] }));
       await waitFor(() => sink.messages.length > 0, "marker");
       expect(sink.messages.map((message) => message.text)).toEqual(["hello\n\nmarker"]);
+    });
+
+    it("doctor logs in over IMAP and verifies SMTP, and names what failed", async () => {
+      current = await rig();
+      const section = (config: Record<string, unknown>) =>
+        channelDeps({ email: config }).config.channels.email;
+      const probe = async () => ({ status: 0, body: null });
+      const [ok] = await emailChannel.doctor(section(current.config), probe);
+      expect(ok).toMatchObject({ name: "email", verdict: "ok" });
+      const wrongSmtp = { ...current.config, smtp: { ...(current.config.smtp as object), password: "nope" } };
+      const [failed] = await emailChannel.doctor(section(wrongSmtp), probe);
+      expect(failed).toMatchObject({ verdict: "fail" });
+      expect(failed?.detail).toContain(`SMTP 127.0.0.1:${current.smtp.port}`);
+      const wrongImap = { ...current.config, imap: { ...(current.config.imap as object), password: "nope" } };
+      const [refused] = await emailChannel.doctor(section(wrongImap), probe);
+      expect(refused?.detail).toContain(`IMAP 127.0.0.1:${current.dovecot.port}`);
     });
 
     it("turns SMTP 5xx into a permanent error and 4xx into a retry", async () => {
