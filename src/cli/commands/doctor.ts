@@ -5,6 +5,7 @@ import { errorMessage } from "../../core/errors.js";
 import { hardwareChecks } from "../../hardware/device-checks.js";
 import { type ChainEntry, chainEntries, entryBaseUrl } from "../../llm/chain-entries.js";
 import { isLlmConfigured } from "../../llm/create-model.js";
+import { voiceChecks } from "../../voice/voice-doctor.js";
 import type { CliCommand, CliEnv } from "../cli-env.js";
 
 type Verdict = "ok" | "fail" | "skip";
@@ -45,6 +46,7 @@ export const run: CliCommand = async (_argv, env) => {
   checks.push(checkPushover(config));
   checks.push(...checkHardware(config));
   checks.push(...(await checkMcpServers(config)));
+  checks.push(...voiceChecks(config));
   return report(checks, env);
 };
 
