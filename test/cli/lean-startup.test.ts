@@ -4,7 +4,7 @@ import { modulesLoadedAtStart } from "../helpers/loaded-modules.js";
 describe("start-up stays lean", () => {
   it("loads no chat library, LLM SDK, HTML parser, HTTP client or process runner until they are used", async () => {
     // No LLM and no chat channel configured.
-    const { packages: loaded } = await modulesLoadedAtStart("http:\n  port: 0\n");
+    const { packages: loaded, urls } = await modulesLoadedAtStart("http:\n  port: 0\n");
     // The hook works: the packages start-up really needs are seen.
     expect(loaded).toContain("better-sqlite3");
     expect(loaded).toContain("zod");
@@ -32,8 +32,16 @@ describe("start-up stays lean", () => {
       "prom-client",
       "mqtt",
       "@marcbachmann/cel-js",
+      "matrix-js-sdk",
     ]) {
       expect(loaded, heavy).not.toContain(heavy);
+    }
+    // Voice replies and the Matrix adapter load on first use / when configured, not at start-up.
+    for (const lazy of ["/voice/speech.js", "/channels/matrix.js"]) {
+      expect(
+        urls.filter((url) => url.endsWith(lazy)),
+        lazy,
+      ).toEqual([]);
     }
   });
 
@@ -47,6 +55,7 @@ describe("start-up stays lean", () => {
       "grammy",
       "discord.js",
       "@slack/bolt",
+      "matrix-js-sdk",
       "playwright-core",
     ]) {
       expect(loaded, heavy).not.toContain(heavy);
