@@ -1,4 +1,4 @@
-import { type ChatChannelName, channelEntry, isChatChannel } from "../../channels/catalog.js";
+import { type ChatChannelName, isChatChannel } from "../../channels/catalog.js";
 import type { MagpieConfig } from "../config/schema.js";
 import type { ChannelAccessConfig } from "../config/sections/channel-access.js";
 import type { AccessControl, AccessDecision } from "../core/access.js";
@@ -96,10 +96,6 @@ export class ChannelAccessControl implements AccessControl {
         return listed ? { allow: true } : deny("sender not in allowFrom (dmPolicy: allowlist)");
       case "pairing": {
         if (this.authority.isOwner(message.channel, message.userId)) return { allow: true };
-        // A channel that can't pair (its catalog entry says so) hands out no codes: strangers stay out.
-        if (!channelEntry(message.channel)?.pairing) {
-          return deny("sender not in allowFrom (this channel has no pairing)");
-        }
         const issued = this.pairing.issue({
           channel: message.channel,
           userId: message.userId,
