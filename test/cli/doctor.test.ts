@@ -57,6 +57,17 @@ describe("magpie doctor", () => {
     expect(result.code).toBe(0);
   });
 
+  it("has an ntfy line: ✗ with the fix when only the url is set, ✓ naming the server (not the topic) when both are", async () => {
+    const half = await doctor(`${workingSetup()}notify:\n  ntfy: { url: "http://127.0.0.1:9" }\n`);
+    expect(half.stdout).toMatch(/^✗ ntfy: only the url is set/m);
+    expect(half.stdout).toMatch(/NTFY_TOPIC/);
+    const both = await doctor(
+      `${workingSetup()}notify:\n  ntfy: { url: "http://127.0.0.1:9", topic: secret-topic-42 }\n`,
+    );
+    expect(both.stdout).toMatch(/^✓ ntfy: publishing to http:\/\/127\.0\.0\.1:9/m);
+    expect(both.stdout).not.toContain("secret-topic-42");
+  });
+
   it("reports ✗ with the fix for a bad LLM key, a rejected bot token and an unreachable server", async () => {
     const result = await doctor(
       `llm: { baseUrl: "${llm.url}", apiKey: sk-wrong }\nchannels:\n  telegram: { token: "999:WRONG", apiRoot: "${telegram.apiRoot}" }\n  discord: { token: x.y.z, apiBase: "http://127.0.0.1:9/api" }\n` +

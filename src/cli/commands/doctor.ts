@@ -44,6 +44,7 @@ export const run: CliCommand = async (_argv, env) => {
   checks.push(...(await checkLlm(config)));
   checks.push(...(await checkChannels(config)));
   checks.push(checkPushover(config));
+  checks.push(checkNtfy(config));
   checks.push(...checkHardware(config));
   checks.push(...(await checkMcpServers(config)));
   checks.push(...voiceChecks(config));
@@ -214,6 +215,21 @@ async function checkChannels(config: MagpieConfig): Promise<Check[]> {
   if (checks.length === 0)
     checks.push({ name: "channels", verdict: "skip", detail: "no chat channel enabled (console only)" });
   return checks;
+}
+
+/** ntfy needs a server and a topic; the topic isn't printed (on ntfy.sh knowing it is reading it). */
+function checkNtfy(config: MagpieConfig): Check {
+  const { url, topic } = config.notify.ntfy;
+  if (!url && !topic) return { name: "ntfy", verdict: "skip", detail: "not configured" };
+  if (!url || !topic) {
+    return {
+      name: "ntfy",
+      verdict: "fail",
+      detail: `only the ${url ? "url" : "topic"} is set`,
+      fix: "set both NTFY_URL and NTFY_TOPIC (notify.ntfy.url/topic)",
+    };
+  }
+  return { name: "ntfy", verdict: "ok", detail: `publishing to ${url}` };
 }
 
 function checkPushover(config: MagpieConfig): Check {
