@@ -12,7 +12,13 @@ import path from "node:path";
  * chunks can't have loaded: outside CI the check then only reports; under CI=true the tests themselves already
  * failed for the missing program.
  */
-const OPTIONAL_PROGRAMS = [["chromium", "chromium-browser", "google-chrome"], ["socat"], ["bwrap"], ["mosquitto"]];
+const OPTIONAL_PROGRAMS = [
+  ["chromium", "chromium-browser", "google-chrome"],
+  ["socat"],
+  ["bwrap"],
+  ["mosquitto"],
+  ["dovecot"],
+];
 const onPath = (name) =>
   (process.env.PATH ?? "").split(path.delimiter).some((dir) => dir && existsSync(path.join(dir, name)));
 const missingPrograms = OPTIONAL_PROGRAMS.filter((names) => !names.some(onPath)).map((names) => names[0]);
