@@ -14,6 +14,9 @@ import { cleanToolSchema, resolveSchemaDialect, type SchemaDialect } from "./sch
 import type { SpillStore } from "./spill.js";
 import { ALWAYS_AVAILABLE, DEFAULT_SET, NEVER_FOR_SUBAGENTS, SUBAGENT_SET } from "./tool-sets.js";
 
+/** Broken tool arguments longer than this are refused instead of repaired (see parseArguments). */
+const MAX_REPAIR_CHARS = 10_000;
+
 export interface ToolRegistryOptions {
   config: MagpieConfig;
   logger: Logger;
@@ -239,6 +242,15 @@ export class ToolRegistry implements ToolRuntime {
       return JSON.parse(text);
     } catch {
       // Repaired below.
+    }
+    if (text.length > MAX_REPAIR_CHARS) {
+      // jsonrepair is quadratic on some broken input (an unterminated string or array: 40 KB took 1.4 s, a
+      // megabyte would hold the event loop for minutes), and the model decides the size. The sloppy JSON of
+      // small models is short; a long argument has to be valid JSON.
+      throw new ToolError(
+        "tool.invalid_json",
+        `The arguments for '${tool}' are not valid JSON, and at ${text.length} characters too long to repair (the limit is ${MAX_REPAIR_CHARS}). Send a valid JSON object.`,
+      );
     }
     try {
       // Loaded on the first broken call only: well-formed arguments never need it.
