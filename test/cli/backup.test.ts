@@ -100,7 +100,7 @@ describe("magpie backup", () => {
     const file = prepareDatabase(dataDir, 5_000);
     const db = new Database(file);
     const insert = db.prepare("INSERT INTO soak_writes (payload) VALUES (?)");
-    const timer = setInterval(() => insert.run("during"), 0);
+    const timer = setInterval(() => insert.run("during"), 2);
     try {
       const result = await backupDatabase(file, path.join(dataDir, "stepped.db"), { pagesPerStep: 50 });
       expect(result.pages).toBeGreaterThan(500);
