@@ -53,7 +53,8 @@ function sourcesOf(output) {
 function excuseOf(sources) {
   for (const [prefix, reason] of Object.entries(excused)) {
     if (prefix.startsWith("//")) continue;
-    if (sources.some((source) => source.startsWith(prefix))) return reason;
+    // A source path may sit behind ../ when node_modules is a symlink (a worktree): match at any path boundary.
+    if (sources.some((source) => source.startsWith(prefix) || source.includes(`/${prefix}`))) return reason;
   }
   return null;
 }
