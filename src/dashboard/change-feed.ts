@@ -63,9 +63,15 @@ export class ChangeFeed {
   }
 }
 
-/** The page's side: turns each `changed` event into an htmx `magpie:changed` event on the body. */
+/**
+ * The page's side: turns each `changed` event into an htmx `magpie:changed` event on the body — and `ready` too,
+ * since a change between the page's render and the stream's (re)connection would otherwise never show (a reply
+ * that arrived while the owner switched pages stayed missing until the next change).
+ */
 export const LIVE_SCRIPT = `(() => {
   const events = new EventSource("/ui/events");
-  events.addEventListener("changed", () => htmx.trigger(document.body, "magpie:changed"));
+  const refresh = () => htmx.trigger(document.body, "magpie:changed");
+  events.addEventListener("changed", refresh);
+  events.addEventListener("ready", refresh);
 })();
 `;
