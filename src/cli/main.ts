@@ -31,6 +31,12 @@ Commands:
                         a message's life: access, turn, LLM and tool calls, delivery, outcome
                         (<message>: inbox id, <channel>:<chatId>:<messageId> or last)
   backup [--to <file>]  copy the database while Magpie runs (SQLite online backup)
+  restore <file>        put a backup back (Magpie must be stopped; the current database is kept aside)
+  upgrade [--to <version or git ref>]
+                        install a new release beside this one; roll back if it doesn't answer
+  reload                re-read the config file in the running Magpie (also SIGHUP)
+  skills list|approve <name>
+                        skills and their approval state (skills.requireApproval)
   version               print the version (also --version)
   help                  show this text (also --help)
 `;
@@ -123,9 +129,9 @@ async function main(argv: string[]): Promise<number> {
   try {
     switch (command) {
       case "start":
-        return await (await import("./start.js")).runStart({ env, mode: "start" });
+        return await (await import("./start.js")).runStart({ env, mode: "start", version: magpieVersion() });
       case "chat":
-        return await (await import("./start.js")).runStart({ env, mode: "chat" });
+        return await (await import("./start.js")).runStart({ env, mode: "chat", version: magpieVersion() });
       case "config":
         return await (await import("./config-check.js")).runConfigCommand(rest, env);
       default: {
@@ -159,8 +165,12 @@ const SUBCOMMANDS: Record<string, () => Promise<{ run: CliCommand }>> = {
   doctor: () => import("./commands/doctor.js"),
   memory: () => import("./commands/memory.js"),
   pair: () => import("./commands/pair.js"),
+  reload: () => import("./commands/reload.js"),
+  restore: () => import("./commands/restore.js"),
   send: () => import("./commands/send.js"),
+  skills: () => import("./commands/skills.js"),
   trace: () => import("./commands/trace.js"),
+  upgrade: () => import("./commands/upgrade.js"),
   usage: () => import("./commands/usage.js"),
 };
 

@@ -3,11 +3,20 @@ import { MagpieApp } from "../app/app.js";
 import { createLogger } from "../log/logger.js";
 import { createRedactor } from "../security/redact.js";
 import type { CliEnv } from "./cli-env.js";
+import { recordInstance } from "./instance.js";
 
 const FORCE_EXIT_MS = 10_000;
 
 /** `magpie start` / `magpie chat`: runs in the foreground until SIGTERM/SIGINT (or Ctrl-D in chat). */
-export async function runStart({ env, mode }: { env: CliEnv; mode: "start" | "chat" }): Promise<number> {
+export async function runStart({
+  env,
+  mode,
+  version,
+}: {
+  env: CliEnv;
+  mode: "start" | "chat";
+  version: string;
+}): Promise<number> {
   const config = env.loadConfig();
   const chatChannels = enabledChatChannels(config).length > 0;
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
@@ -33,9 +42,11 @@ export async function runStart({ env, mode }: { env: CliEnv; mode: "start" | "ch
   });
 
   let stopping = false;
+  let forgetInstance = () => {};
   async function shutdown(reason: string): Promise<void> {
     if (stopping) return;
     stopping = true;
+    forgetInstance();
     logger.info({ reason }, "magpie-stopping");
     notifier?.stopping();
     const force = setTimeout(() => {
@@ -65,6 +76,18 @@ export async function runStart({ env, mode }: { env: CliEnv; mode: "start" | "ch
     return 1;
   }
   const address = app.http.address;
+  // `magpie reload`, `restore` and `upgrade` find this process through <dataDir>/magpie.pid.
+  forgetInstance = recordInstance(config.dataDir, {
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+    mode,
+    version,
+    http: address ? { host: address.address, port: address.port } : null,
+    configPath: config.sourcePath,
+    execPath: process.execPath,
+    argv: process.argv.slice(1),
+    cwd: process.cwd(),
+  });
   if (!useConsole && address)
     logger.info(`ready — health at http://${address.address}:${address.port}/readyz`);
   // A SIGTERM during start-up already said STOPPING=1.
