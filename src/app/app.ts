@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Logger } from "pino";
 import { ConsoleChannel } from "../../channels/console.js";
+import { type ConfigChange, diffConfig, isRestartOnly } from "../config/config-change.js";
 import type { MagpieConfig } from "../config/schema.js";
 import type { AccessControl } from "../core/access.js";
 import { AgentDirectory } from "../core/agents.js";
@@ -46,6 +47,13 @@ import { ToolRegistry } from "../tools/registry.js";
 import { SpillStore } from "../tools/spill.js";
 import type { AppContext, MagpieFeature } from "./feature.js";
 import { features as defaultFeatures } from "./features.js";
+
+/** What a reload did: applied key paths, those that need a restart, and any feature that failed to take over. */
+export interface ReloadResult {
+  applied: string[];
+  needsRestart: string[];
+  failures: Array<{ part: string; error: string }>;
+}
 
 export interface AppOptions {
   config: MagpieConfig;
@@ -131,6 +139,7 @@ export class MagpieApp {
   private started = false;
   private sandbox: SandboxStatus | null = null;
   private stopping: Promise<void> | null = null;
+  private reloading: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: AppOptions) {
     const config = options.config;
@@ -397,6 +406,44 @@ export class MagpieApp {
     return (
       this.started && [...this.adapters.values()].every((adapter) => adapter.status().state === "connected")
     );
+  }
+
+  /**
+   * Applies a valid config live (one reload at a time): restart-only keys keep their running value and are
+   * reported; the rest is copied into the running config object (so what reads `config.x` at use sees it) and each
+   * feature's `reload` hook takes over what it built from its keys.
+   */
+  reload(next: MagpieConfig): Promise<ReloadResult> {
+    const run = this.reloading.then(() => this.applyReload(next));
+    this.reloading = run.catch(() => {});
+    return run;
+  }
+
+  private async applyReload(next: MagpieConfig): Promise<ReloadResult> {
+    const first = diffConfig(this.config, next);
+    const needsRestart = first.paths.filter(isRestartOnly);
+    const target = this.config as unknown as Record<string, unknown>;
+    const kept = { ...next } as unknown as Record<string, unknown>;
+    // Restart-only keys: the running value stays (dataDir, workspace, the whole http address).
+    for (const key of ["dataDir", "workspace", "sourcePath", "envFiles"]) kept[key] = target[key];
+    kept.http = { ...next.http, host: this.config.http.host, port: this.config.http.port };
+    const applied = { ...(kept as unknown as MagpieConfig) };
+    // The sections are replaced, never edited: a shallow copy keeps the previous config intact for the hooks.
+    const change: ConfigChange = diffConfig({ ...this.config }, applied);
+    for (const key of Object.keys(target)) if (!(key in kept)) delete target[key];
+    Object.assign(target, kept);
+    const failures: ReloadResult["failures"] = [];
+    for (const feature of this.options.features ?? defaultFeatures) {
+      if (!feature.reload) continue;
+      try {
+        await feature.reload(this.context, change);
+      } catch (error) {
+        failures.push({ part: feature.name, error: error instanceof Error ? error.message : String(error) });
+      }
+    }
+    const result: ReloadResult = { applied: change.paths, needsRestart, failures };
+    this.logger.info(result, "config-reloaded");
+    return result;
   }
 
   /** Graceful stop: no new turns, running turns finish or are checkpointed, outbox flushed, database closed. */

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { ConfigChange } from "../config/config-change.js";
 import type { MagpieConfig } from "../config/schema.js";
 import type { AccessControl } from "../core/access.js";
 import type { AgentRunner } from "../core/agent-runner.js";
@@ -86,4 +87,10 @@ export interface MagpieFeature {
   setup(app: AppContext): void | Promise<void>;
   /** Called after channels are connected (start schedulers and other background work here). */
   start?(app: AppContext): void | Promise<void>;
+  /**
+   * A valid new config is being applied live (`magpie reload`, SIGHUP, the file changed): take over what changed
+   * under this feature's keys. `app.config` already holds the new values. Throwing marks the reload as partly
+   * failed (logged and reported), it never stops the bot.
+   */
+  reload?(app: AppContext, change: ConfigChange): void | Promise<void>;
 }
