@@ -1,3 +1,4 @@
+import type { MagpieConfig } from "../config/schema.js";
 import { ConfigError } from "../core/errors.js";
 import type { MessagingService } from "../core/messenger.js";
 import { createPhoneNotifier } from "../notify/phone.js";
@@ -5,6 +6,7 @@ import { specOfConfigJob } from "../scheduler/config-jobs.js";
 import { createScheduler } from "../scheduler/create-scheduler.js";
 import { cronCommand } from "../scheduler/cron-command.js";
 import { createJobExecutor } from "../scheduler/job-executor.js";
+import type { SchedulerSettings } from "../scheduler/scheduler.js";
 import { SchedulerError } from "../scheduler/scheduler-error.js";
 import type { MagpieFeature } from "./feature.js";
 
@@ -25,12 +27,7 @@ export const schedulerFeature: MagpieFeature = {
       executor: createJobExecutor({ tools: app.tools, agent: app.agent, authority }),
       clock: app.clock,
       logger: app.logger.child({ module: "scheduler" }),
-      settings: {
-        timezone: config.timezone,
-        catchUp: config.cron.catchUp,
-        maxRunHistory: config.cron.maxRunHistory,
-        runTimeoutMs: config.cron.runTimeoutSecs * 1000,
-      },
+      settings: settingsOf(config),
       maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength,
       authority,
       events: app.events,
@@ -56,4 +53,30 @@ export const schedulerFeature: MagpieFeature = {
   start(app) {
     app.services.scheduler?.start();
   },
+  /**
+   * Config jobs follow the file by name: new ones are added, changed ones re-planned from now (a run in progress
+   * finishes; runs of one job never overlap), dropped ones removed; jobs made in chat or on the CLI are untouched.
+   * Every job is checked first, so a bad one changes no job (the reload reports it). Delivery targets are judged
+   * by the reloaded access rules (the access feature reloads first).
+   */
+  reload(app, change) {
+    const scheduler = app.services.scheduler;
+    if (!scheduler) return;
+    // `timezone` is restart-only (src/config/config-change.ts): the running zone stays until a restart.
+    if (change.touches("cron")) scheduler.updateSettings(settingsOf(app.config));
+    // An allowlist change can make a config job's report chat allowed (or not): the jobs are judged again.
+    const judged = change.touches("cron.jobs") || change.touches("channels");
+    if (!judged) return;
+    const counts = scheduler.syncFromConfig(app.config.cron.jobs.map(specOfConfigJob));
+    if (counts.added + counts.updated + counts.removed > 0) app.logger.info(counts, "cron-config-synced");
+  },
 };
+
+function settingsOf(config: MagpieConfig): SchedulerSettings {
+  return {
+    timezone: config.timezone,
+    catchUp: config.cron.catchUp,
+    maxRunHistory: config.cron.maxRunHistory,
+    runTimeoutMs: config.cron.runTimeoutSecs * 1000,
+  };
+}

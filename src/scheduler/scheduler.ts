@@ -500,6 +500,16 @@ export class Scheduler {
     );
   }
 
+  /**
+   * Takes over new `cron.*` and `timezone` settings (a config reload): the run timeout and history cap apply from
+   * the next run, the time zone to jobs made from now on (config jobs get it through `syncFromConfig`), `catchUp`
+   * at the next start.
+   */
+  updateSettings(settings: Omit<SchedulerSettings, "pollMs">): void {
+    Object.assign(this.deps.settings, settings);
+    this.arm();
+  }
+
   /** Makes the database match the config's jobs (by name); see `syncConfigJobs`. */
   syncFromConfig(specs: Array<JobSpec & { name: string }>): SyncCounts {
     const { jobs, clock, settings, logger } = this.deps;
