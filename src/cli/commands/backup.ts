@@ -6,7 +6,7 @@ import type { CliCommand } from "../cli-env.js";
 const USAGE = `Usage: magpie backup [--to <file>]
   Copies the database with SQLite's online backup; safe while Magpie runs.
   --to <file>   where to write the copy (default <dataDir>/backups/magpie-<UTC time>.db)
-  Restore: stop Magpie, replace <dataDir>/magpie.db with the copy (remove magpie.db-wal and -shm), start.`;
+  Restore: stop Magpie, then magpie restore <file> (checks the copy, keeps the current database aside).`;
 
 /** `magpie backup [--to <file>]`: a consistent copy of the live database. */
 export const run: CliCommand = async (argv, env) => {

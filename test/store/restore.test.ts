@@ -1,0 +1,179 @@
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { backupDatabase } from "../../src/store/backup.js";
+import { openDatabase } from "../../src/store/database.js";
+import { migrations } from "../../src/store/migrations/index.js";
+import { checkBackup, RestoreError, restoreDatabase } from "../../src/store/restore.js";
+
+/** `restoreDatabase`: what it accepts, what it refuses (nothing changed), and that the swap keeps the old copy. */
+
+let dir: string;
+let dataDir: string;
+let live: string;
+
+function note(db: Database.Database, text: string): void {
+  db.exec("CREATE TABLE IF NOT EXISTS probe (text TEXT)");
+  db.prepare("INSERT INTO probe (text) VALUES (?)").run(text);
+}
+const notes = (file: string) => {
+  const db = new Database(file, { readonly: true });
+  try {
+    return (db.prepare("SELECT text FROM probe ORDER BY rowid").pluck().all() as string[]).join(",");
+  } finally {
+    db.close();
+  }
+};
+
+async function expectRefused(file: string, code: string, message: RegExp): Promise<void> {
+  const before = readFileSync(live);
+  const error = await restoreDatabase({ dataDir, file }).catch((caught: unknown) => caught);
+  expect(error).toBeInstanceOf(RestoreError);
+  expect((error as RestoreError).code).toBe(code);
+  expect((error as RestoreError).message).toMatch(message);
+  expect(readFileSync(live).equals(before)).toBe(true);
+  expect(existsSync(path.join(dataDir, "backups"))).toBe(false);
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(path.join(tmpdir(), "magpie-restore-"));
+  dataDir = path.join(dir, "data");
+  live = path.join(dataDir, "magpie.db");
+  const db = openDatabase(live);
+  note(db, "live");
+  db.pragma("wal_checkpoint(TRUNCATE)");
+  db.close();
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("restoreDatabase", () => {
+  it("swaps in an older-schema backup, keeps the current database (with its unsaved WAL) aside, drops the stale WAL", async () => {
+    const older = path.join(dir, "older.db");
+    const old = openDatabase(older, migrations.slice(0, 5));
+    note(old, "from-backup");
+    old.close();
+    // A crashed Magpie's files: a committed write only in the WAL (copied while the writer still had it open).
+    const writer = new Database(live);
+    writer.pragma("wal_autocheckpoint = 0");
+    note(writer, "only-in-wal");
+    const crashed = { db: readFileSync(live), wal: readFileSync(`${live}-wal`) };
+    writer.close();
+    writeFileSync(live, crashed.db);
+    writeFileSync(`${live}-wal`, crashed.wal);
+    expect(crashed.wal.length).toBeGreaterThan(0);
+
+    const result = await restoreDatabase({ dataDir, file: older, now: new Date("2026-01-02T03:04:05Z") });
+    expect(result.schemaVersion).toBe(Math.max(...migrations.slice(0, 5).map((m) => m.version)));
+    expect(result.pending).toEqual(
+      migrations
+        .slice(5)
+        .map((m) => m.version)
+        .sort((a, b) => a - b),
+    );
+    expect(result.previous).toBe(path.join(dataDir, "backups", "magpie-before-restore-20260102-030405.db"));
+    expect(notes(live)).toBe("from-backup");
+    expect(existsSync(`${live}-wal`)).toBe(false);
+    expect(notes(result.previous!)).toBe("live,only-in-wal");
+    // Starting Magpie on it runs the rest of the migrations.
+    const reopened = openDatabase(live);
+    expect(reopened.prepare("SELECT count(*) FROM schema_migrations").pluck().get()).toBe(migrations.length);
+    reopened.close();
+    expect(readdirSync(dataDir).filter((name) => name.includes("restore"))).toEqual([]);
+  });
+
+  it("restores a backup written by backupDatabase into an empty dataDir", async () => {
+    const copy = path.join(dir, "copy.db");
+    await backupDatabase(live, copy);
+    rmSync(dataDir, { recursive: true });
+    mkdirSync(dataDir);
+    const result = await restoreDatabase({ dataDir, file: copy });
+    expect(result.previous).toBeNull();
+    expect(notes(live)).toBe("live");
+  });
+
+  it("refuses a file that is not SQLite", async () => {
+    const text = path.join(dir, "notes.db");
+    writeFileSync(text, "hello, this is not a database".repeat(100));
+    await expectRefused(text, "restore.not_sqlite", /not a SQLite database/);
+    const empty = path.join(dir, "empty.db");
+    writeFileSync(empty, "");
+    await expectRefused(empty, "restore.not_sqlite", /not a SQLite database/);
+  });
+
+  it("refuses a truncated or corrupted backup", async () => {
+    const copy = path.join(dir, "copy.db");
+    await backupDatabase(live, copy);
+    const truncated = path.join(dir, "truncated.db");
+    writeFileSync(truncated, readFileSync(copy));
+    truncateSync(truncated, Math.floor(statSync(copy).size / 2));
+    await expectRefused(truncated, "restore.corrupt", /damaged|integrity check/);
+    const scribbled = path.join(dir, "scribbled.db");
+    const bytes = readFileSync(copy);
+    bytes.fill(0x5a, 4096 + 100, 4096 * 3);
+    writeFileSync(scribbled, bytes);
+    await expectRefused(scribbled, "restore.corrupt", /damaged|integrity check/);
+  });
+
+  it("refuses a SQLite database that isn't Magpie's", async () => {
+    const other = path.join(dir, "other.db");
+    const db = new Database(other);
+    db.exec("CREATE TABLE recipes (name TEXT)");
+    db.close();
+    await expectRefused(other, "restore.not_magpie", /not Magpie's \(it has no schema_migrations\)/);
+  });
+
+  it("refuses a backup from a newer release, naming both versions and 'upgrade first'", async () => {
+    const newer = path.join(dir, "newer.db");
+    const db = openDatabase(newer, [
+      ...migrations,
+      { version: 999, name: "future", up: "CREATE TABLE future (x)" },
+    ]);
+    db.close();
+    const newest = String(Math.max(...migrations.map((m) => m.version))).padStart(3, "0");
+    await expectRefused(
+      newer,
+      "restore.newer_schema",
+      new RegExp(`schema is version 999 .*knows up to version ${newest}\\. Upgrade first`),
+    );
+    expect(() => checkBackup(newer)).toThrow(RestoreError);
+  });
+
+  it("refuses when magpie.db is a symbolic link, and the live database as its own backup", async () => {
+    await expectRefused(live, "restore.same_file", /live database itself/);
+    const elsewhere = path.join(dir, "elsewhere.db");
+    writeFileSync(elsewhere, readFileSync(live));
+    const copy = path.join(dir, "copy.db");
+    await backupDatabase(live, copy);
+    rmSync(live);
+    symlinkSync(elsewhere, live);
+    const error = await restoreDatabase({ dataDir, file: copy }).catch((caught: unknown) => caught);
+    expect((error as RestoreError).code).toBe("restore.database_symlink");
+    expect(readFileSync(elsewhere).equals(readFileSync(live))).toBe(true);
+  });
+
+  it("follows a symbolic link given as the backup, and never writes through a link planted at its temporary name", async () => {
+    const copy = path.join(dir, "copy.db");
+    await backupDatabase(live, copy);
+    const link = path.join(dir, "latest.db");
+    symlinkSync(copy, link);
+    const victim = path.join(dir, "victim");
+    writeFileSync(victim, "untouched");
+    symlinkSync(victim, path.join(dataDir, `.magpie.db.restore-${process.pid}`));
+    const result = await restoreDatabase({ dataDir, file: link });
+    expect(notes(result.database)).toBe("live");
+    expect(readFileSync(victim, "utf8")).toBe("untouched");
+  });
+});
