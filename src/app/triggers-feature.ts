@@ -22,7 +22,7 @@ export function createTriggersFeature(options: { serial?: SerialBackend } = {}):
     name: "triggers",
     async setup(app) {
       const service = new TriggerService({
-        config: app.config.triggers,
+        config: () => app.config.triggers,
         kv: app.store.kv,
         authority: () => app.authority(),
         load: (definitions) => loadRuntime(app, definitions, options.serial),
@@ -42,6 +42,14 @@ export function createTriggersFeature(options: { serial?: SerialBackend } = {}):
       app.onStop(async () => {
         await service.loaded()?.close();
       });
+    },
+    async reload(app, change) {
+      const mqttChanged = change.touches("mqtt");
+      if (!change.touches("triggers") && !mqttChanged) return;
+      const service = app.services.triggers;
+      if (!service) return;
+      const result = await service.reload({ mqttChanged });
+      app.logger.info({ ...result, mqttChanged }, "triggers-reloaded");
     },
   };
 }

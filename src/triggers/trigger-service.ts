@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
 import {
   type TriggerConfig,
@@ -5,6 +6,7 @@ import {
   triggerActionSchema,
   triggerSourceSchema,
 } from "../config/sections/triggers.js";
+import { ConfigError } from "../core/errors.js";
 import { type AuthorityPort, ownerIdentity, type SenderIdentity } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
 import type { JobCreator } from "../scheduler/job.js";
@@ -104,7 +106,8 @@ export class TriggerService {
 
   constructor(
     private readonly deps: {
-      config: TriggersConfig;
+      /** `triggers` from the config, read at each use (a reload replaces it). */
+      config: () => TriggersConfig;
       kv: KvRepository;
       authority: () => AuthorityPort;
       /** Builds the runtime (lazy import) — with every config and stored trigger put, or throws a ConfigError. */
@@ -114,7 +117,7 @@ export class TriggerService {
 
   /** Every trigger definition: config ones first, then chat ones. */
   definitions(): TriggerDefinition[] {
-    const fromConfig = Object.entries(this.deps.config).map(([name, trigger]) =>
+    const fromConfig = Object.entries(this.deps.config()).map(([name, trigger]) =>
       configTrigger(name, trigger),
     );
     return [...fromConfig, ...this.stored()];
@@ -122,16 +125,23 @@ export class TriggerService {
 
   /** True when there is anything to run (then start-up loads the runtime). */
   hasTriggers(): boolean {
-    return Object.keys(this.deps.config).length > 0 || this.stored().length > 0;
+    return Object.keys(this.deps.config()).length > 0 || this.stored().length > 0;
   }
 
   /** The runtime, loading it on first use. */
   async ready(): Promise<TriggerRuntime> {
     if (this.runtime) return this.runtime;
-    this.loading ??= this.deps.load(this.definitions()).then((runtime) => {
-      this.runtime = runtime;
-      return runtime;
-    });
+    this.loading ??= this.deps.load(this.definitions()).then(
+      (runtime) => {
+        this.runtime = runtime;
+        return runtime;
+      },
+      (error: unknown) => {
+        // A config the runtime refused (a bad `when`) is not remembered: the next reload or tool call tries again.
+        this.loading = null;
+        throw error;
+      },
+    );
     return this.loading;
   }
 
@@ -153,7 +163,7 @@ export class TriggerService {
         "trigger.tool_not_allowed",
         `A command trigger runs shell, and this turn has no shell tool (its tools: ${toolNames.join(", ") || "none"}); nothing was made. Use message or prompt instead.`,
       );
-    if (this.deps.config[trigger.name])
+    if (this.deps.config()[trigger.name])
       throw new TriggerError(
         "trigger.exists",
         `Trigger "${trigger.name}" is in the config file; change it there. Nothing was made.`,
@@ -203,7 +213,7 @@ export class TriggerService {
         "trigger.guest_not_allowed",
         "Only an owner can remove triggers; nothing was removed.",
       );
-    if (this.deps.config[name])
+    if (this.deps.config()[name])
       throw new TriggerError("trigger.config", `Trigger "${name}" is in the config file; remove it there.`);
     const stored = this.stored();
     const kept = stored.filter((entry) => entry.name !== name);
@@ -211,6 +221,69 @@ export class TriggerService {
     this.deps.kv.set(CHAT_TRIGGERS_KEY, kept);
     this.runtime?.remove(name);
     return true;
+  }
+
+  /**
+   * Takes over a reloaded `triggers` section (and `mqtt` settings): every new or changed config trigger is checked
+   * first — one problem (a bad `when`, an unknown pin, no broker) throws a ConfigError and changes no trigger — then
+   * removed ones stop, new and changed ones (re)start, unchanged ones keep running with their counts, cooldowns and
+   * subscriptions. Triggers made in chat are untouched. A config trigger may not take a chat trigger's name.
+   */
+  async reload(options: {
+    mqttChanged: boolean;
+  }): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
+    const result = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
+    const wanted = Object.entries(this.deps.config()).map(([name, trigger]) => configTrigger(name, trigger));
+    const chatNames = new Set(this.stored().map((definition) => definition.name));
+    const taken = wanted.filter((definition) => chatNames.has(definition.name));
+    if (taken.length > 0)
+      throw new ConfigError(
+        taken.map(
+          ({ name }) =>
+            `triggers.${name}: a trigger made in chat already has this name — rename it in the file, or remove the chat one (trigger_remove ${name}).`,
+        ),
+      );
+    const runtime = this.runtime;
+    if (!runtime) {
+      // Nothing ran yet: the first trigger in the file loads the runtime (which checks every definition).
+      if (wanted.length > 0) {
+        await this.ready();
+        result.added.push(...wanted.map((definition) => definition.name));
+      }
+      return result;
+    }
+    const running = new Map(
+      runtime
+        .list()
+        .filter(({ definition }) => definition.source === "config")
+        .map(({ definition }) => [definition.name, definition]),
+    );
+    const changed = wanted.filter((definition) => {
+      const current = running.get(definition.name);
+      return !current || !isDeepStrictEqual(current, definition);
+    });
+    const problems = changed.flatMap((definition) => runtime.problems(definition));
+    if (problems.length > 0) throw new ConfigError(problems);
+    const names = new Set(wanted.map((definition) => definition.name));
+    for (const name of running.keys()) {
+      if (names.has(name)) continue;
+      runtime.remove(name);
+      result.removed.push(name);
+    }
+    if (options.mqttChanged) {
+      // New broker settings: every connection is closed and every MQTT trigger subscribes again on the new one.
+      await runtime.mqtt.close();
+      const changedNames = new Set(changed.map((definition) => definition.name));
+      for (const { definition } of runtime.list()) {
+        if (!("mqtt" in definition.on) || changedNames.has(definition.name)) continue;
+        await runtime.put(definition);
+      }
+    }
+    for (const definition of changed) {
+      await runtime.put(definition);
+      (running.has(definition.name) ? result.changed : result.added).push(definition.name);
+    }
+    return result;
   }
 
   /** Every trigger with its counts (zero when the runtime never loaded). */
