@@ -67,7 +67,14 @@ describe("reload: webhook and cron triggers", () => {
     });
     const testApp = app;
     await service(testApp).add(
-      { name: "chatty", ...webhook(OLD_SECRET, "from chat"), cooldownSecs: 0, maxPerHour: 60, enabled: true },
+      {
+        name: "chatty",
+        ...webhook(OLD_SECRET, "from chat"),
+        deliver: { ...deliver, pushover: false, ntfy: false },
+        cooldownSecs: 0,
+        maxPerHour: 60,
+        enabled: true,
+      },
       {
         creator: { identity: ownerIdentity("test") },
         createdFrom: { channel: "test", chatId: "owner-chat" },
@@ -173,10 +180,10 @@ describe("reload: GPIO triggers", () => {
     const door = (edge: "rising" | "falling") => ({
       door: { on: { gpio: { pin: "door", edge } }, do: { message: `door {{event.edge}}` }, deliver },
     });
-    const hardware = {
+    const hardware: ConfigInput["hardware"] = {
       boards: [{ name: "pi", type: "rpi-gpio" }],
       pins: { door: { line: 17, direction: "in", edge: "both" } },
-    } as const;
+    };
     app = await startTestApp({
       llm: false,
       features: [createHardwareFeature({ gpio: () => gpio }), triggersFeature],
