@@ -29,9 +29,19 @@ export const dashboardFeature: MagpieFeature = {
       memory: () => app.services.memory,
       defaultAgent: new AgentDirectory(app.config.agents, app.config.routes, app.config.llm.model)
         .defaultAgent,
+      clock: app.clock,
+      appId: app.events.app,
+      startedAt: app.clock.now(),
+      modelChain: () =>
+        app.model
+          ? { primary: app.config.llm.model, fallbacks: app.config.llm.fallbacks.map((entry) => entry.model) }
+          : null,
+      // The probe the app ran at start-up (cached per process): the same answer /status gives.
+      sandbox: async () => (await import("../security/sandbox.js")).sandboxStatus(app.config.tools.shell),
+      budgets: () => app.config.budgets,
     };
-    const feed = mountDashboard(app.httpApp, deps, webChat);
-    app.onStop(() => feed.stop());
+    const dashboard = mountDashboard(app.httpApp, deps, webChat);
+    app.onStop(() => dashboard.stop());
     if (!LOOPBACK_HOSTS.has(http.host)) {
       app.logger.warn(
         { host: http.host, port: http.port },

@@ -4,25 +4,26 @@ import type { WebChannel } from "../../channels/web.js";
 import type { HttpApp } from "../http/server.js";
 import { dashboardAuth } from "./auth.js";
 import { ChangeFeed, LIVE_SCRIPT } from "./change-feed.js";
-import { layout } from "./layout.js";
 import { approvalRoutes } from "./pages/approvals-page.js";
 import { auditRoutes } from "./pages/audit-page.js";
 import { chatRoutes } from "./pages/chat-page.js";
 import { cronRoutes } from "./pages/cron-page.js";
+import { ModelChainWatch } from "./pages/home-model.js";
+import { homeRoutes } from "./pages/home-page.js";
 import { memoryRoutes } from "./pages/memory-page.js";
 import type { DashboardDeps } from "./pages/page-context.js";
 import { sessionRoutes } from "./pages/sessions-page.js";
-import { statusPage } from "./pages/status-page.js";
 import { traceRoutes } from "./pages/trace-page.js";
 import { usageRoutes } from "./pages/usage-page.js";
+import { magpieVersion } from "./version.js";
 
 export type { DashboardDeps };
 
 /**
  * Mounts the dashboard on the HTTP app: `GET /` and everything under `/ui/` (the web chat included), all behind
- * the token. Returns the change feed, whose open event streams must end when the app stops.
+ * the token. Returns what must end when the app stops: the change feed's open event streams, the model watch.
  */
-export function mountDashboard(app: HttpApp, deps: DashboardDeps, webChat: WebChannel): ChangeFeed {
+export function mountDashboard(app: HttpApp, deps: DashboardDeps, webChat: WebChannel): { stop(): void } {
   const auth = dashboardAuth(deps.token);
   // Only the dashboard's own paths: health checks and webhooks stay open to their callers.
   app.use("/", auth);
@@ -38,7 +39,8 @@ export function mountDashboard(app: HttpApp, deps: DashboardDeps, webChat: WebCh
   const feed = new ChangeFeed(deps.store.db);
   app.get("/ui/events", (c) => feed.stream(c));
 
-  app.get("/", (c) => c.html(layout("Status", statusPage(deps.channels()))));
+  const models = new ModelChainWatch(deps.modelChain, deps.store.db, deps.appId);
+  homeRoutes(app, deps, { version: magpieVersion(), modelChain: () => models.state() });
   for (const routes of [
     approvalRoutes,
     sessionRoutes,
@@ -50,6 +52,11 @@ export function mountDashboard(app: HttpApp, deps: DashboardDeps, webChat: WebCh
   ]) {
     routes(app, deps);
   }
-  chatRoutes(app, webChat);
-  return feed;
+  chatRoutes(app, webChat, deps);
+  return {
+    stop() {
+      feed.stop();
+      models.stop();
+    },
+  };
 }

@@ -40,6 +40,12 @@ beforeEach(async () => {
       scheduler: () => undefined,
       memory: () => undefined,
       defaultAgent: "main",
+      clock: { now: () => Date.now() },
+      appId: "auth-test",
+      startedAt: Date.now(),
+      modelChain: () => null,
+      sandbox: async () => ({ mode: "off", active: false, reason: "tools.shell.sandbox is off" }),
+      budgets: () => ({}),
     },
     new WebChannel(store.kv),
   );

@@ -1,6 +1,7 @@
 import { html } from "hono/html";
 import type { Db } from "../../store/database.js";
 import type { PageBody } from "../layout.js";
+import { type DashboardTimes, dashboardTimes, humanDuration } from "../time-format.js";
 import { type PageRoutes, respond } from "./page-context.js";
 
 const LIMIT = 100;
@@ -44,33 +45,37 @@ function queryAudit(db: Db, filter: AuditFilter): AuditRow[] {
     .all(...values) as AuditRow[];
 }
 
-function auditPart(db: Db, filter: AuditFilter): PageBody {
+function auditPart(db: Db, filter: AuditFilter, times: DashboardTimes): PageBody {
   const query = new URLSearchParams(
     Object.entries(filter).filter((entry): entry is [string, string] => Boolean(entry[1])),
   ).toString();
   const rows = queryAudit(db, filter);
   return html`<div id="audit" hx-get="/ui/audit${query ? `?${query}` : ""}" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
-    <form method="get" action="/ui/audit">
-      <input name="tool" placeholder="tool" value="${filter.tool ?? ""}" />
-      <select name="verdict">
+    <form method="get" action="/ui/audit" class="actions" role="search" aria-label="Filter the audit log">
+      <input name="tool" placeholder="tool" aria-label="Tool" value="${filter.tool ?? ""}" />
+      <select name="verdict" aria-label="Verdict">
         <option value="">any verdict</option>
         ${VERDICTS.map((verdict) => html`<option ${verdict === filter.verdict ? "selected" : ""}>${verdict}</option>`)}
       </select>
-      <input name="session" placeholder="session key" value="${filter.session ?? ""}" />
+      <input name="session" placeholder="session key" aria-label="Session key" value="${filter.session ?? ""}" />
       <button type="submit">Filter</button>
     </form>
     <table>
-      <tr><th>When</th><th>Session</th><th>Sender</th><th>Tool</th><th>Arguments</th><th>Verdict</th><th>Outcome</th><th>ms</th></tr>
+      <tr><th>When</th><th>Session</th><th>Sender</th><th>Tool</th><th>Arguments</th><th>Verdict</th><th>Outcome</th><th>Took</th></tr>
       ${rows.map(
         (row) => html`<tr data-audit="${row.id}">
-          <td>${new Date(row.at).toISOString()}</td>
-          <td><a href="/ui/audit?session=${encodeURIComponent(row.session_key ?? "")}">${row.session_key ?? ""}</a></td>
-          <td>${row.sender ?? ""}</td>
-          <td>${row.tool}</td>
-          <td><pre>${row.arguments.slice(0, 400)}</pre></td>
-          <td>${row.verdict}</td>
-          <td>${row.outcome}${row.error_code ? ` (${row.error_code})` : ""}</td>
-          <td>${row.duration_ms}</td>
+          <td data-label="When">${times.at(row.at)}</td>
+          <td data-label="Session">${
+            row.session_key
+              ? html`<a href="/ui/audit?session=${encodeURIComponent(row.session_key)}">${row.session_key}</a>`
+              : ""
+          }</td>
+          <td data-label="Sender">${row.sender ?? ""}</td>
+          <td data-label="Tool">${row.tool}</td>
+          <td data-label="Arguments"><pre>${row.arguments.slice(0, 400)}</pre></td>
+          <td data-label="Verdict">${row.verdict}</td>
+          <td data-label="Outcome">${row.outcome}${row.error_code ? ` (${row.error_code})` : ""}</td>
+          <td data-label="Took">${humanDuration(row.duration_ms)}</td>
         </tr>`,
       )}
     </table>
@@ -86,6 +91,7 @@ export const auditRoutes: PageRoutes = (app, deps) => {
       verdict: c.req.query("verdict") || undefined,
       session: c.req.query("session")?.trim() || undefined,
     };
-    return respond(c, "Audit log", auditPart(deps.store.db, filter));
+    const times = dashboardTimes(deps.timezone, () => deps.clock.now());
+    return respond(c, "Audit log", auditPart(deps.store.db, filter, times));
   });
 };

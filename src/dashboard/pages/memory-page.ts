@@ -1,24 +1,25 @@
 import { html } from "hono/html";
 import type { MemoryRecord } from "../../memory/types.js";
 import type { PageBody } from "../layout.js";
+import { type DashboardTimes, dashboardTimes } from "../time-format.js";
 import { type PageRoutes, respond } from "./page-context.js";
 
 const SHOWN = 100;
 
-function memoryRow(record: MemoryRecord): PageBody {
+function memoryRow(record: MemoryRecord, times: DashboardTimes): PageBody {
   return html`<tr data-memory="${record.key}">
-    <td><b>${record.key}</b><br /><small>${record.category} · ${new Date(record.updatedAt).toISOString()}</small></td>
-    <td>
+    <td data-label="Memory"><b>${record.key}</b><br /><small>${record.category} · ${times.at(record.updatedAt)}</small></td>
+    <td data-label="Content">
       <form method="post" action="/ui/memory/save">
         <input type="hidden" name="agent" value="${record.agent}" />
         <input type="hidden" name="key" value="${record.key}" />
-        <textarea name="content" rows="2" cols="60">${record.content}</textarea>
-        <button type="submit">Save</button>
+        <textarea name="content" rows="2" cols="60" aria-label="Content of ${record.key}">${record.content}</textarea>
+        <button type="submit" aria-label="Save ${record.key}">Save</button>
       </form>
       <form method="post" action="/ui/memory/forget">
         <input type="hidden" name="agent" value="${record.agent}" />
         <input type="hidden" name="key" value="${record.key}" />
-        <button type="submit">Forget</button>
+        <button type="submit" class="danger" aria-label="Forget ${record.key}">Forget</button>
       </form>
     </td>
   </tr>`;
@@ -34,19 +35,20 @@ export const memoryRoutes: PageRoutes = (app, deps) => {
           (hit) => hit.memory,
         )
       : memory.list(agent, { limit: SHOWN });
+    const times = dashboardTimes(deps.timezone, () => deps.clock.now());
     return html`${notice ? html`<p role="status">${notice}</p>` : ""}
-      <form method="get" action="/ui/memory">
-        <input name="agent" value="${agent}" size="10" />
-        <input name="q" value="${query}" placeholder="search memories" />
+      <form method="get" action="/ui/memory" class="actions" role="search" aria-label="Search memories">
+        <input name="agent" value="${agent}" size="10" aria-label="Agent" />
+        <input name="q" value="${query}" placeholder="search memories" aria-label="Search memories" />
         <button type="submit">Search</button>
       </form>
-      <table>${records.map(memoryRow)}</table>
+      <table>${records.map((record) => memoryRow(record, times))}</table>
       ${records.length === 0 ? html`<p>No memories${query ? " match" : ""}.</p>` : ""}
       <h2>Add</h2>
       <form method="post" action="/ui/memory/save">
         <input type="hidden" name="agent" value="${agent}" />
-        <input name="key" placeholder="key" required />
-        <textarea name="content" rows="2" cols="60" placeholder="what to remember" required></textarea>
+        <input name="key" placeholder="key" aria-label="Key" required />
+        <textarea name="content" rows="2" cols="60" placeholder="what to remember" aria-label="What to remember" required></textarea>
         <button type="submit">Save</button>
       </form>`;
   };

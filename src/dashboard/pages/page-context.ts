@@ -1,12 +1,16 @@
 import type { Context } from "hono";
+import type { Clock } from "../../core/clock.js";
 import type { ChannelAdapter } from "../../core/types.js";
 import type { HttpApp } from "../../http/server.js";
 import type { MemoryService } from "../../memory/memory-service.js";
 import type { Scheduler } from "../../scheduler/scheduler.js";
 import type { ChatApprovalGate } from "../../security/approval-gate.js";
 import type { QuestionGate } from "../../security/question-gate.js";
+import type { SandboxStatus } from "../../security/sandbox.js";
 import type { Store } from "../../store/index.js";
+import type { Budgets } from "../../usage/budget-periods.js";
 import { layout, type PageBody } from "../layout.js";
+import type { ModelChainConfig } from "./home-model.js";
 
 /** What the pages read and steer. */
 export interface DashboardDeps {
@@ -20,6 +24,18 @@ export interface DashboardDeps {
   memory: () => MemoryService | undefined;
   /** The agent whose memories the memory page opens on. */
   defaultAgent: string;
+  /** The app's clock: "3 min ago" is counted from it. */
+  clock: Clock;
+  /** The app's id on the core event stream (the home page follows the model chain's calls there). */
+  appId: string;
+  /** When this Magpie started (the home page's uptime). */
+  startedAt: number;
+  /** The model chain as configured now (null without an LLM). */
+  modelChain: () => ModelChainConfig | null;
+  /** The shell sandbox's state, as `/status` and `magpie doctor` tell it. */
+  sandbox: () => Promise<SandboxStatus>;
+  /** The spending caps as configured now. */
+  budgets: () => Budgets;
 }
 
 /** Registers one page's routes. */
@@ -36,5 +52,5 @@ export function respond(
   status: 200 | 404 | 409 = 200,
 ): Response | Promise<Response> {
   if (c.req.header("hx-request")) return c.html(part);
-  return c.html(layout(title, part), status);
+  return c.html(layout(title, part, c.req.path), status);
 }

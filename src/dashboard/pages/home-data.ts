@@ -1,0 +1,178 @@
+import { statSync } from "node:fs";
+import type { Db } from "../../store/database.js";
+import type { InboxItem } from "../../store/inbox.js";
+import type { Store } from "../../store/index.js";
+import type { Budgets, Cap, CapName } from "../../usage/budget-periods.js";
+import { dayAt } from "../../usage/calendar.js";
+
+/**
+ * What the home page reads from the database: today's spend against each budget, cron runs that failed or were
+ * missed, messages that failed or could not be delivered, the queue and the size of the database. Each query is
+ * bounded (an index, a small table or a fixed window), since the page refreshes on every change.
+ */
+
+/** Tokens and USD spent in one scope. */
+export interface Spent {
+  tokens: number;
+  usd: number;
+}
+
+/** One configured cap and today's spend against it (the fullest scope, for the per-chat/job/turn caps). */
+export interface BudgetLine {
+  cap: CapName;
+  limit: Cap;
+  spent: Spent;
+  /** How full it is, 0…1+ (the larger of the token and USD fractions). */
+  fraction: number;
+  /** The fullest chat, job run or turn today (absent for `daily`, or when nothing was spent). */
+  scope?: string;
+}
+
+export interface SpendToday {
+  date: string;
+  total: Spent & { calls: number };
+  budgets: BudgetLine[];
+}
+
+const ORDER: CapName[] = ["daily", "perChat", "perJobRun", "perTurn"];
+const SUMS =
+  "COUNT(*) AS calls, COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens, COALESCE(SUM(cost_usd), 0) AS usd";
+
+/** How full `spent` is against `limit` (the cap bites on whichever of tokens and USD comes first). */
+export function fractionOf(spent: Spent, limit: Cap): number {
+  const parts = [limit.tokens ? spent.tokens / limit.tokens : 0, limit.usd ? spent.usd / limit.usd : 0];
+  return Math.max(...parts);
+}
+
+/**
+ * Today's (in `timeZone`) spend from the usage ledger: the total, and for each configured cap the spend it
+ * counts — all of today for `daily`, the fullest chat for `perChat`, the fullest job run and turn for the others.
+ */
+export function spendToday(db: Db, budgets: Budgets, timeZone: string, now: number): SpendToday {
+  const day = dayAt(now, timeZone);
+  const window = { start: day.start, end: day.end };
+  const total = db
+    .prepare(`SELECT ${SUMS} FROM llm_usage WHERE at >= @start AND at < @end`)
+    .get(window) as Spent & { calls: number };
+  const scopes: Record<Exclude<CapName, "daily">, string> = {
+    perChat: `SELECT session_key AS scope, ${SUMS} FROM llm_usage
+      WHERE at >= @start AND at < @end AND origin != 'memory' GROUP BY session_key`,
+    perJobRun: `SELECT 'job ' || COALESCE((SELECT name FROM cron_jobs WHERE id = job_id), '#' || job_id)
+        || ' run ' || run_id AS scope, ${SUMS} FROM llm_usage
+      WHERE at >= @start AND at < @end AND job_id IS NOT NULL AND run_id IS NOT NULL GROUP BY job_id, run_id`,
+    perTurn: `SELECT 'turn ' || turn_id AS scope, ${SUMS} FROM llm_usage
+      WHERE at >= @start AND at < @end AND turn_id IS NOT NULL GROUP BY turn_id`,
+  };
+  const lines: BudgetLine[] = [];
+  for (const cap of ORDER) {
+    const limit = budgets[cap];
+    if (!limit) continue;
+    if (cap === "daily") {
+      lines.push({ cap, limit, spent: total, fraction: fractionOf(total, limit) });
+      continue;
+    }
+    const rows = db.prepare(scopes[cap]).all(window) as Array<Spent & { scope: string }>;
+    let fullest: BudgetLine = { cap, limit, spent: { tokens: 0, usd: 0 }, fraction: 0 };
+    for (const row of rows) {
+      const fraction = fractionOf(row, limit);
+      if (fraction > fullest.fraction || fullest.scope === undefined) {
+        fullest = { cap, limit, spent: { tokens: row.tokens, usd: row.usd }, fraction, scope: row.scope };
+      }
+    }
+    lines.push(fullest);
+  }
+  return { date: day.date, total, budgets: lines };
+}
+
+/** A cron run that failed (error, timeout) or was missed. */
+export interface ProblemRun {
+  id: number;
+  jobId: number;
+  jobName: string;
+  status: "error" | "timeout" | "missed";
+  scheduledAt: number | null;
+  startedAt: number;
+  durationMs: number | null;
+  output: string | null;
+}
+
+/** The newest failed or missed cron runs (cron_runs keeps a few runs per job). */
+export function problemRuns(db: Db, limit = 5): ProblemRun[] {
+  return db
+    .prepare(
+      `SELECT r.id, r.job_id AS jobId, j.name AS jobName, r.status, r.scheduled_at AS scheduledAt,
+         r.started_at AS startedAt, r.duration_ms AS durationMs, substr(r.output, 1, 300) AS output
+       FROM cron_runs r JOIN cron_jobs j ON j.id = r.job_id
+       WHERE r.status IN ('error', 'timeout', 'missed') ORDER BY r.id DESC LIMIT ?`,
+    )
+    .all(limit) as ProblemRun[];
+}
+
+/** How far back (in inbox rows) the home page looks for failed messages: the newest ones are what matter. */
+const RECENT_INBOX_ROWS = 2_000;
+
+/** The newest messages whose outcome is `failed` or `undeliverable`, among the last 2,000 received. */
+export function failedMessages(store: Store, limit = 5): InboxItem[] {
+  const ids = store.db
+    .prepare(
+      `SELECT id FROM (SELECT id, outcome FROM inbox ORDER BY id DESC LIMIT ${RECENT_INBOX_ROWS})
+       WHERE outcome IN ('failed', 'undeliverable') LIMIT ?`,
+    )
+    .pluck()
+    .all(limit) as number[];
+  return ids.flatMap((id) => store.inbox.get(id) ?? []);
+}
+
+export interface QueueDepth {
+  /** Inbox messages waiting for a turn. */
+  waiting: number;
+  /** Inbox messages a turn is working on. */
+  running: number;
+  /** Replies and notices waiting to be delivered (or retried). */
+  outbox: number;
+  /** When the oldest of them was queued (null when none). */
+  outboxOldestAt: number | null;
+}
+
+/** The inbox's open messages and the outbox's pending items (both read through their partial indexes). */
+export function queueDepth(db: Db): QueueDepth {
+  const inbox = db
+    .prepare(
+      "SELECT SUM(status = 'pending') AS waiting, SUM(status = 'processing') AS running FROM inbox WHERE status IN ('pending', 'processing')",
+    )
+    .get() as { waiting: number | null; running: number | null };
+  const outbox = db
+    .prepare("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE status = 'pending'")
+    .get() as { n: number; oldest: number | null };
+  return {
+    waiting: inbox.waiting ?? 0,
+    running: inbox.running ?? 0,
+    outbox: outbox.n,
+    outboxOldestAt: outbox.oldest,
+  };
+}
+
+/** The database's size on disk: the file and its write-ahead log (null for an in-memory database). */
+export function databaseBytes(db: Db): number | null {
+  if (db.memory || db.name === ":memory:") return null;
+  const size = (file: string) => {
+    try {
+      return statSync(file).size;
+    } catch {
+      return 0;
+    }
+  };
+  return size(db.name) + size(`${db.name}-wal`);
+}
+
+/** Bytes as people read them: "812 KB", "48.3 MB", "1.2 GB". */
+export function humanBytes(bytes: number): string {
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return unit === 0 ? `${value} B` : `${value < 10 ? value.toFixed(1) : Math.round(value)} ${units[unit]}`;
+}
