@@ -2,6 +2,7 @@ import { mcpCommand } from "../mcp/mcp-command.js";
 import type { McpManager } from "../mcp/mcp-manager.js";
 import type { McpServerStatus } from "../mcp/mcp-status.js";
 import { scopeOf } from "../security/path-resolver.js";
+import { SkillApprovals } from "../skills/skill-approvals.js";
 import { SkillCatalog, skillDirs } from "../skills/skill-catalog.js";
 import { skillsCommand } from "../skills/skills-command.js";
 import { skillsPrompt } from "../skills/skills-prompt.js";
@@ -25,6 +26,11 @@ export const mcpFeature: MagpieFeature = {
       guard: { scope: () => scopeOf(app.config), level: () => app.config.security.level },
       onProblem: (problem) => logger.warn(problem, "skill-invalid"),
       onRefused: (refusal) => logger.warn(refusal, "skill-refused"),
+      // Pinned skills: read per scan, so a reloaded skills.requireApproval applies at once.
+      approval: {
+        required: () => app.config.skills.requireApproval,
+        approvals: new SkillApprovals(app.store.db),
+      },
     });
     app.services.skills = catalog;
     const guestsMayRead = app.tools.resolveToolSet(app.config.security.guestToolSet).includes("invoke_skill");
@@ -34,61 +40,87 @@ export const mcpFeature: MagpieFeature = {
     });
     app.commands.register(skillsCommand(catalog));
 
-    let statuses: () => McpServerStatus[] = () => [];
-    const servers = app.config.mcpServers;
     // Header values and env values are secrets more often than not: redacted from logs, results and requests.
-    for (const server of Object.values(servers))
-      app.redactor.add(...Object.values(server.headers).filter((value) => value.length >= 8));
-    if (Object.values(servers).some((server) => server.enabled)) {
-      let manager: McpManager | null = null;
-      statuses = () =>
-        manager?.status() ??
-        Object.entries(servers).map(([name, server]) => ({
-          name,
-          transport: server.command ? ("stdio" as const) : ("http" as const),
-          state: server.enabled ? ("starting" as const) : ("disabled" as const),
-          tools: 0,
-          listed: 0,
-          restarts: 0,
-          lastError: null,
-        }));
-      mcpState.set(app, {
-        start: async () => {
-          const { McpManager } = await import("../mcp/mcp-manager.js");
-          manager = new McpManager({
-            servers,
-            tools: app.tools,
-            logger: app.logger.child({ component: "mcp" }),
-            workspace: app.config.workspace,
-            backoffMs: mcpTiming.backoffMs,
-          });
-          manager.start();
-          managers.set(app, manager);
-          return manager;
-        },
+    redactHeaders(app);
+    const servers = () => app.config.mcpServers;
+    let manager: Promise<McpManager> | null = null;
+    const ensure = () => {
+      manager ??= import("../mcp/mcp-manager.js").then(({ McpManager }) => {
+        const created = new McpManager({
+          servers: servers(),
+          tools: app.tools,
+          logger: app.logger.child({ component: "mcp" }),
+          workspace: app.config.workspace,
+          backoffMs: mcpTiming.backoffMs,
+        });
+        created.start();
+        managers.set(app, created);
+        return created;
       });
-    }
-    app.commands.register(mcpCommand(() => statuses()));
+      return manager;
+    };
+    mcpState.set(app, { ensure, current: () => manager });
+    const statuses = (): McpServerStatus[] =>
+      managers.get(app)?.status() ??
+      Object.entries(servers()).map(([name, server]) => ({
+        name,
+        transport: server.command ? ("stdio" as const) : ("http" as const),
+        state: server.enabled ? ("starting" as const) : ("disabled" as const),
+        tools: 0,
+        listed: 0,
+        restarts: 0,
+        lastError: null,
+      }));
+    app.commands.register(mcpCommand(statuses));
   },
   start(app) {
     const state = mcpState.get(app);
     if (!state) return;
-    // After ready and not awaited: start-up waits neither for the SDK to load nor for any server.
-    let starting: Promise<McpManager | null> = Promise.resolve(null);
-    app.afterReady(() => {
-      starting = state.start().catch((error) => {
-        app.logger.error({ err: error }, "mcp-start-failed");
-        return null;
+    if (anyEnabled(app)) {
+      // After ready and not awaited: start-up waits neither for the SDK to load nor for any server.
+      app.afterReady(async () => {
+        await state.ensure().catch((error: unknown) => app.logger.error({ err: error }, "mcp-start-failed"));
       });
-    });
+    }
     app.onStop(async () => {
-      const manager = await starting;
+      const manager = await state.current()?.catch(() => null);
       await manager?.stop();
     });
   },
+  /**
+   * `mcpServers` reloaded: new servers start, removed or disabled ones stop (their tools leave the registry), changed
+   * ones restart; the SDK loads with the first server ever enabled.
+   */
+  async reload(app, change) {
+    if (!change.touches("mcpServers")) return;
+    const state = mcpState.get(app);
+    if (!state) return;
+    redactHeaders(app);
+    const running = state.current();
+    if (!running && !anyEnabled(app)) return;
+    const manager = await (running ?? state.ensure());
+    if (!running) {
+      app.logger.info({ started: Object.keys(app.config.mcpServers) }, "mcp-reloaded");
+      return;
+    }
+    const result = await manager.reload(app.config.mcpServers);
+    app.logger.info(result, "mcp-reloaded");
+  },
 };
 
-const mcpState = new WeakMap<AppContext, { start(): Promise<McpManager> }>();
+function anyEnabled(app: AppContext): boolean {
+  return Object.values(app.config.mcpServers).some((server) => server.enabled);
+}
+
+function redactHeaders(app: AppContext): void {
+  for (const server of Object.values(app.config.mcpServers))
+    app.redactor.add(...Object.values(server.headers).filter((value) => value.length >= 8));
+}
+
+const mcpState = new WeakMap<
+  AppContext,
+  { ensure(): Promise<McpManager>; current(): Promise<McpManager> | null }
+>();
 const managers = new WeakMap<AppContext, McpManager>();
 
 /** The app's MCP manager once started (null before, or with no enabled server). */

@@ -39,6 +39,8 @@ export class McpConnection {
   private retryTimer: NodeJS.Timeout | null = null;
   private failures = 0;
   private stopped = true;
+  /** Why a config reload took this connection out of service (then every call says so). */
+  private retired: string | null = null;
   private readonly stderrTail: string[] = [];
 
   constructor(private readonly options: McpConnectionOptions) {}
@@ -80,8 +82,18 @@ export class McpConnection {
     if (client) await client.close().catch(() => {});
   }
 
+  /**
+   * Takes the connection out of service for good (a config reload removed, disabled or replaced the server): calls
+   * in flight end with `mcp.removed` carrying `reason`, and so does every later call through a stale tool.
+   */
+  async retire(reason: string): Promise<void> {
+    this.retired = reason;
+    await this.stop();
+  }
+
   /** Calls one tool; a server that is down answers `mcp.unavailable` (the model can try again later). */
   async callTool(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+    if (this.retired) throw this.removed();
     const client = this.client;
     if (!client || this.state !== "ready") throw this.unavailable();
     const timeoutMs = this.options.config.timeoutSecs * 1000;
@@ -92,6 +104,8 @@ export class McpConnection {
       })) as CallToolResult;
     } catch (error) {
       if (signal.aborted) throw error;
+      // Closing the client rejects the calls still waiting on it: they say why, at once.
+      if (this.retired) throw this.removed();
       const message = errorMessage(error);
       if (/timed? ?out/i.test(message))
         throw new ToolError(
@@ -104,6 +118,10 @@ export class McpConnection {
         `MCP server '${this.name}' failed the call to '${tool}': ${message}`,
       );
     }
+  }
+
+  private removed(): ToolError {
+    return new ToolError("mcp.removed", `MCP server '${this.name}' ${this.retired}.`);
   }
 
   private unavailable(): ToolError {
