@@ -3,7 +3,12 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Logger } from "pino";
 import { ConsoleChannel } from "../../channels/console.js";
-import { type ConfigChange, diffConfig, isRestartOnly } from "../config/config-change.js";
+import {
+  type ConfigChange,
+  diffConfig,
+  isRestartOnly,
+  withRestartOnlyKept,
+} from "../config/config-change.js";
 import type { MagpieConfig } from "../config/schema.js";
 import type { AccessControl } from "../core/access.js";
 import { AgentDirectory } from "../core/agents.js";
@@ -12,7 +17,7 @@ import { denyAllApprovals } from "../core/approvals.js";
 import { builtinCommands } from "../core/builtin-commands.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { CommandRegistry } from "../core/commands.js";
-import { Delegation } from "../core/delegation.js";
+import { Delegation, type DelegationOptions } from "../core/delegation.js";
 import { type EventPublisher, eventPublisher } from "../core/events.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
@@ -21,9 +26,9 @@ import type { MediaContext, MediaPort } from "../core/media.js";
 import type { Messenger } from "../core/messenger.js";
 import { modelCommand } from "../core/model-command.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
-import { Router } from "../core/router.js";
+import { Router, type RouterSettings } from "../core/router.js";
 import type { SpendPort, SpendScope } from "../core/spend.js";
-import { Subagents } from "../core/subagents.js";
+import { Subagents, type SubagentsOptions } from "../core/subagents.js";
 import { clockLine } from "../core/system-prompt.js";
 import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
 import { registerHealthRoutes } from "../http/health.js";
@@ -140,6 +145,9 @@ export class MagpieApp {
   private sandbox: SandboxStatus | null = null;
   private stopping: Promise<void> | null = null;
   private reloading: Promise<unknown> = Promise.resolve();
+  /** Settings objects the core parts read at use: a reload updates them in place. */
+  private readonly delegationOptions: DelegationOptions;
+  private readonly subagentSettings: SubagentsOptions["settings"];
 
   constructor(private readonly options: AppOptions) {
     const config = options.config;
@@ -219,26 +227,15 @@ export class MagpieApp {
       interceptors: () => this.interceptors,
       spend: () => this.spend,
       media: () => this.media,
-      settings: {
-        maxIterations: config.agent.maxIterations,
-        maxConcurrentTurns: config.agent.maxConcurrentTurns,
-        historyTokens: config.agent.historyTokens,
-        timezone: config.timezone,
-        globalPrompt: config.agent.systemPrompt,
-        llm: { baseUrl: config.llm.baseUrl, timeoutMs: config.llm.timeoutMs },
-        streaming: config.agent.streaming,
-        progressNoticeSecs: config.agent.progressNoticeSecs,
-        guestToolSet: config.security.guestToolSet,
-        inboundLimit: { maxChars: config.agent.maxInboundChars, workspace: config.workspace },
-        textToolCalls: config.llm.textToolCalls,
-        vision: config.llm.vision,
-      },
+      settings: routerSettingsOf(config),
     });
-    services.delegation = new Delegation({
+    this.delegationOptions = {
       engine: this.router.engine,
       agents: this.agents,
       maxDepth: config.agent.maxDelegationDepth,
-    });
+    };
+    services.delegation = new Delegation(this.delegationOptions);
+    this.subagentSettings = subagentSettingsOf(config);
     this.subagents = new Subagents({
       engine: this.router.engine,
       agents: this.agents,
@@ -247,11 +244,7 @@ export class MagpieApp {
       logger: this.logger,
       note: (note) => void this.router.note(note),
       notice: (target, text) => void this.router.send(target, { text }, "notice"),
-      settings: {
-        maxSubagents: config.agent.maxSubagents,
-        timeoutSecs: config.agent.subagentTimeoutSecs,
-        maxIterations: config.agent.subagentMaxIterations,
-      },
+      settings: this.subagentSettings,
     });
     services.subagents = this.subagents;
     this.stopTasks.push(() => this.subagents.shutdown());
@@ -410,8 +403,8 @@ export class MagpieApp {
 
   /**
    * Applies a valid config live (one reload at a time): restart-only keys keep their running value and are
-   * reported; the rest is copied into the running config object (so what reads `config.x` at use sees it) and each
-   * feature's `reload` hook takes over what it built from its keys.
+   * reported; the rest is copied into the running config object (so what reads `config.x` at use sees it), the
+   * core takes over agents, routes and its settings, and each feature's `reload` hook what it built from its keys.
    */
   reload(next: MagpieConfig): Promise<ReloadResult> {
     const run = this.reloading.then(() => this.applyReload(next));
@@ -420,19 +413,21 @@ export class MagpieApp {
   }
 
   private async applyReload(next: MagpieConfig): Promise<ReloadResult> {
-    const first = diffConfig(this.config, next);
-    const needsRestart = first.paths.filter(isRestartOnly);
-    const target = this.config as unknown as Record<string, unknown>;
-    const kept = { ...next } as unknown as Record<string, unknown>;
-    // Restart-only keys: the running value stays (dataDir, workspace, the whole http address).
-    for (const key of ["dataDir", "workspace", "sourcePath", "envFiles"]) kept[key] = target[key];
-    kept.http = { ...next.http, host: this.config.http.host, port: this.config.http.port };
-    const applied = { ...(kept as unknown as MagpieConfig) };
+    const needsRestart = diffConfig(this.config, next).paths.filter(
+      (keyPath) => isRestartOnly(keyPath) && keyPath !== "sourcePath",
+    );
+    const kept = withRestartOnlyKept(this.config, next);
     // The sections are replaced, never edited: a shallow copy keeps the previous config intact for the hooks.
-    const change: ConfigChange = diffConfig({ ...this.config }, applied);
+    const change: ConfigChange = diffConfig({ ...this.config }, kept);
+    const target = this.config as unknown as Record<string, unknown>;
     for (const key of Object.keys(target)) if (!(key in kept)) delete target[key];
     Object.assign(target, kept);
     const failures: ReloadResult["failures"] = [];
+    try {
+      this.reloadCore(change);
+    } catch (error) {
+      failures.push({ part: "core", error: error instanceof Error ? error.message : String(error) });
+    }
     for (const feature of this.options.features ?? defaultFeatures) {
       if (!feature.reload) continue;
       try {
@@ -442,8 +437,21 @@ export class MagpieApp {
       }
     }
     const result: ReloadResult = { applied: change.paths, needsRestart, failures };
+    // Key paths only: the values (tokens among them) never reach the log.
     this.logger.info(result, "config-reloaded");
     return result;
+  }
+
+  /** What the core built from config: agents and routes, the router's, delegation's and subagents' settings. */
+  private reloadCore(change: ConfigChange): void {
+    const { config } = this;
+    // New secrets (a token added to the file or .env) are redacted from now on; old ones stay hidden.
+    createRedactor(config, this.options.env ?? process.env, this.redactor);
+    if (change.touches("agents") || change.touches("routes"))
+      this.agents.replace(config.agents, config.routes, config.llm.model);
+    this.router.updateSettings(routerSettingsOf(config));
+    this.delegationOptions.maxDepth = config.agent.maxDelegationDepth;
+    Object.assign(this.subagentSettings, subagentSettingsOf(config));
   }
 
   /** Graceful stop: no new turns, running turns finish or are checkpointed, outbox flushed, database closed. */
@@ -498,6 +506,7 @@ export class MagpieApp {
         },
       },
       model: this.model,
+      agents: this.agents,
       channels: this.adapters,
       addHooks: (hooks) => void this.hooks.push(hooks),
       addButtonHandler: (handler) => void this.buttonHandlers.push(handler),
@@ -542,6 +551,32 @@ export class MagpieApp {
       this.outbox.on("delivery-failed", onFailed);
     });
   }
+}
+
+/** The router's settings from config (at start and at each reload). */
+function routerSettingsOf(config: MagpieConfig): RouterSettings {
+  return {
+    maxIterations: config.agent.maxIterations,
+    maxConcurrentTurns: config.agent.maxConcurrentTurns,
+    historyTokens: config.agent.historyTokens,
+    timezone: config.timezone,
+    globalPrompt: config.agent.systemPrompt,
+    llm: { baseUrl: config.llm.baseUrl, timeoutMs: config.llm.timeoutMs },
+    streaming: config.agent.streaming,
+    progressNoticeSecs: config.agent.progressNoticeSecs,
+    guestToolSet: config.security.guestToolSet,
+    inboundLimit: { maxChars: config.agent.maxInboundChars, workspace: config.workspace },
+    textToolCalls: config.llm.textToolCalls,
+    vision: config.llm.vision,
+  };
+}
+
+function subagentSettingsOf(config: MagpieConfig): SubagentsOptions["settings"] {
+  return {
+    maxSubagents: config.agent.maxSubagents,
+    timeoutSecs: config.agent.subagentTimeoutSecs,
+    maxIterations: config.agent.subagentMaxIterations,
+  };
 }
 
 /** What a transcription is spent on: the turn it is for (or, outside one, a turn of its own). */

@@ -3,6 +3,7 @@ import type { ConfigChange } from "../config/config-change.js";
 import type { MagpieConfig } from "../config/schema.js";
 import type { AccessControl } from "../core/access.js";
 import type { AgentRunner } from "../core/agent-runner.js";
+import type { AgentDirectory } from "../core/agents.js";
 import type { ApprovalGate } from "../core/approvals.js";
 import type { SessionNote } from "../core/chat-turns.js";
 import type { Clock } from "../core/clock.js";
@@ -51,6 +52,8 @@ export interface AppContext {
   agent: AgentRunner;
   /** Null when no LLM is configured (no-LLM mode). */
   model: ChatModel | null;
+  /** The named agents and routes (the app's one directory: a config reload updates it). */
+  agents: AgentDirectory;
   /** Channel adapters by name, filled before features start. */
   channels: ReadonlyMap<string, ChannelAdapter>;
   addHooks(hooks: AgentHooks): void;

@@ -1,4 +1,3 @@
-import { AgentDirectory } from "../core/agents.js";
 import { createMemoryService } from "../memory/create-memory-service.js";
 import { memoryCommands } from "../memory/memory-commands.js";
 import { memoryHooks } from "../memory/memory-hooks.js";
@@ -10,7 +9,8 @@ export const memoryFeature: MagpieFeature = {
   setup(app) {
     const logger = app.logger.child({ component: "memory" });
     const service = createMemoryService(app.config, app.store.db, logger, app.clock);
-    const directory = new AgentDirectory(app.config.agents, app.config.routes, app.config.llm.model);
+    // The app's directory: a reload's new agents and routes reach recall and /memory too.
+    const directory = app.agents;
     app.services.memory = service;
     app.warmUp(() => service.repository.warm());
     app.addHooks(memoryHooks(service, app.config, directory, logger));

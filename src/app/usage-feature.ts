@@ -1,3 +1,5 @@
+import type { Logger } from "pino";
+import type { MagpieConfig } from "../config/schema.js";
 import { createPhoneNotifier } from "../notify/phone.js";
 import { SpendGuard } from "../usage/spend-guard.js";
 import { usageCommand } from "../usage/usage-command.js";
@@ -40,13 +42,25 @@ export const usageFeature: MagpieFeature = {
       };
     }
 
-    const usdCaps = Object.entries(config.budgets).filter(([, cap]) => cap?.usd !== undefined);
-    if (usdCaps.length > 0 && !config.llm.prices[config.llm.model]) {
-      logger.warn(
-        { model: config.llm.model, caps: usdCaps.map(([name]) => `budgets.${name}.usd`) },
-        "USD budgets count only priced calls: set llm.prices for the model, or its calls cost $0 against them",
-      );
-    }
+    warnUnpricedCaps(app.config, logger);
     app.commands.register(usageCommand(app.store.db, config.timezone, app.clock));
   },
+  reload(app, change) {
+    if (!change.touches("budgets") && !change.touches("llm.prices")) return;
+    const guard = app.spend();
+    // The next LLM call is checked against the new caps and priced with the new prices.
+    if (guard instanceof SpendGuard)
+      guard.update({ budgets: app.config.budgets, prices: app.config.llm.prices });
+    warnUnpricedCaps(app.config, app.logger.child({ component: "usage" }));
+  },
 };
+
+function warnUnpricedCaps(config: MagpieConfig, logger: Logger): void {
+  const usdCaps = Object.entries(config.budgets).filter(([, cap]) => cap?.usd !== undefined);
+  if (usdCaps.length > 0 && !config.llm.prices[config.llm.model]) {
+    logger.warn(
+      { model: config.llm.model, caps: usdCaps.map(([name]) => `budgets.${name}.usd`) },
+      "USD budgets count only priced calls: set llm.prices for the model, or its calls cost $0 against them",
+    );
+  }
+}

@@ -1,5 +1,6 @@
 import { enabledChatChannels } from "../../channels/index.js";
 import { MagpieApp } from "../app/app.js";
+import { listenForReloads } from "../app/reload-process.js";
 import { createLogger } from "../log/logger.js";
 import { createRedactor } from "../security/redact.js";
 import type { CliEnv } from "./cli-env.js";
@@ -17,6 +18,8 @@ export async function runStart({
   mode: "start" | "chat";
   version: string;
 }): Promise<number> {
+  // The environment before `.env` fills it: a reload reads `.env` again on top of this.
+  const startEnv = { ...process.env };
   const config = env.loadConfig();
   const chatChannels = enabledChatChannels(config).length > 0;
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
@@ -43,6 +46,7 @@ export async function runStart({
 
   let stopping = false;
   let forgetInstance = () => {};
+  let stopReloads: () => Promise<void> = async () => {};
   async function shutdown(reason: string): Promise<void> {
     if (stopping) return;
     stopping = true;
@@ -55,6 +59,8 @@ export async function runStart({
     }, FORCE_EXIT_MS);
     force.unref();
     try {
+      // A reload under way finishes first (within the 10 s above).
+      await stopReloads().catch(() => {});
       await app.stop();
       resolveExit(0);
     } catch (error) {
@@ -75,6 +81,8 @@ export async function runStart({
     notifier?.close();
     return 1;
   }
+  // SIGHUP (`magpie reload`) and a change of the config file or .env apply a new config live.
+  stopReloads = listenForReloads(app, { startEnv });
   const address = app.http.address;
   // `magpie reload`, `restore` and `upgrade` find this process through <dataDir>/magpie.pid.
   forgetInstance = recordInstance(config.dataDir, {

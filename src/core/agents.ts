@@ -9,27 +9,44 @@ export interface AgentProfile {
   toolSet: ToolSetConfig;
 }
 
-/** Named agents and the routes that bind chats to them (first matching route wins). */
+/**
+ * Named agents and the routes that bind chats to them (first matching route wins). A reload `replace`s both: the
+ * next message is routed by the new routes; a turn already running keeps the profile it started with.
+ */
 export class AgentDirectory {
-  private readonly profiles = new Map<string, AgentProfile>();
-  readonly defaultAgent: string;
+  private profiles = new Map<string, AgentProfile>();
+  private routes: RouteConfig[] = [];
+  private defaultName = "main";
 
-  constructor(
+  constructor(agents: Record<string, AgentConfig> | undefined, routes: RouteConfig[], defaultModel: string) {
+    this.replace(agents, routes, defaultModel);
+  }
+
+  /** The agent a message gets when no route matches: `main` if it exists, else the first one. */
+  get defaultAgent(): string {
+    return this.defaultName;
+  }
+
+  /** Takes over a new `agents` and `routes` (a config reload). */
+  replace(
     agents: Record<string, AgentConfig> | undefined,
-    private readonly routes: RouteConfig[],
+    routes: RouteConfig[],
     defaultModel: string,
-  ) {
+  ): void {
     const entries = Object.entries(agents ?? {});
     if (entries.length === 0) entries.push(["main", { toolSet: "full" }]);
+    const profiles = new Map<string, AgentProfile>();
     for (const [name, agent] of entries) {
-      this.profiles.set(name, {
+      profiles.set(name, {
         name,
         systemPrompt: agent.systemPrompt,
         model: agent.model ?? defaultModel,
         toolSet: agent.toolSet ?? "default",
       });
     }
-    this.defaultAgent = this.profiles.has("main") ? "main" : entries[0]![0];
+    this.profiles = profiles;
+    this.routes = routes;
+    this.defaultName = profiles.has("main") ? "main" : entries[0]![0];
   }
 
   get(name: string): AgentProfile | undefined {

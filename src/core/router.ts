@@ -4,13 +4,13 @@ import type { Store } from "../store/index.js";
 import type { OutboxOrigin } from "../store/outbox.js";
 import type { AccessControl } from "./access.js";
 import type { AgentDirectory, AgentProfile } from "./agents.js";
-import { ChatTurns, type SessionNote } from "./chat-turns.js";
+import { ChatTurns, type ChatTurnsOptions, type SessionNote } from "./chat-turns.js";
 import type { Clock } from "./clock.js";
 import type { CommandRegistry } from "./commands.js";
 import { type EventPublisher, NO_EVENTS } from "./events.js";
 import type { AgentHooks } from "./hooks.js";
 import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
-import { Intake, type MessageInterceptor } from "./intake.js";
+import { Intake, type IntakeOptions, type MessageInterceptor } from "./intake.js";
 import type { MediaPort } from "./media.js";
 import type { OutboxWorker } from "./outbox-worker.js";
 import { settleOutcome } from "./outcomes.js";
@@ -18,7 +18,7 @@ import { recoverInbox } from "./recovery.js";
 import { SessionQueues } from "./session-queue.js";
 import type { SpendPort } from "./spend.js";
 import type { Approver, ToolRuntime } from "./tool-runtime.js";
-import { TurnEngine } from "./turn-engine.js";
+import { TurnEngine, type TurnEngineOptions } from "./turn-engine.js";
 import { TurnSlots } from "./turn-slots.js";
 import type {
   AcceptResult,
@@ -30,6 +30,9 @@ import type {
   OutboundMessage,
   ReplyTarget,
 } from "./types.js";
+
+/** The settings a reload can change in a running router (`agent.maxConcurrentTurns` is not among them). */
+export type RouterSettings = RouterOptions["settings"];
 
 export interface RouterOptions {
   store: Store;
@@ -114,6 +117,10 @@ export class Router implements InboundSink {
   readonly chats: ChatTurns;
   private readonly startedAt: number;
   private readonly events: EventPublisher;
+  /** The settings objects handed to the engine, chat turns and intake: a reload updates them in place. */
+  private readonly engineSettings: TurnEngineOptions["settings"];
+  private readonly chatOptions: ChatTurnsOptions;
+  private readonly intakeOptions: IntakeOptions;
 
   constructor(private readonly options: RouterOptions) {
     this.startedAt = options.clock.now();
@@ -121,6 +128,7 @@ export class Router implements InboundSink {
     const events = options.events ?? NO_EVENTS;
     this.events = events;
     this.slots = new TurnSlots(settings.maxConcurrentTurns);
+    this.engineSettings = engineSettingsOf(settings);
     this.engine = new TurnEngine({
       store: options.store,
       logger: options.logger,
@@ -131,40 +139,29 @@ export class Router implements InboundSink {
       slots: this.slots,
       events,
       spend: options.spend ?? (() => null),
-      settings: {
-        maxIterations: settings.maxIterations,
-        historyTokens: settings.historyTokens,
-        timezone: settings.timezone,
-        globalPrompt: settings.globalPrompt,
-        llm: settings.llm,
-        guestToolSet: settings.guestToolSet,
-        textToolCalls: settings.textToolCalls ?? false,
-        vision: settings.vision ?? "auto",
-      },
+      settings: this.engineSettings,
     });
-    this.chats = new ChatTurns(
-      {
-        store: options.store,
-        logger: options.logger,
-        clock: options.clock,
-        engine: this.engine,
-        events,
-        agents: options.agents,
-        outbox: options.outbox,
-        adapters: options.adapters,
-        authority: options.authority,
-        media: options.media ?? (() => null),
-        hooks: options.hooks,
-        streaming: settings.streaming,
-        progressNoticeSecs: settings.progressNoticeSecs ?? 0,
-      },
-      () => this.queues,
-    );
+    this.chatOptions = {
+      store: options.store,
+      logger: options.logger,
+      clock: options.clock,
+      engine: this.engine,
+      events,
+      agents: options.agents,
+      outbox: options.outbox,
+      adapters: options.adapters,
+      authority: options.authority,
+      media: options.media ?? (() => null),
+      hooks: options.hooks,
+      streaming: settings.streaming,
+      progressNoticeSecs: settings.progressNoticeSecs ?? 0,
+    };
+    this.chats = new ChatTurns(this.chatOptions, () => this.queues);
     this.queues = new SessionQueues(
       (sessionKey, ids, signal) => this.chats.run(sessionKey, ids, signal),
       (error, sessionKey) => options.logger.error({ err: error, session: sessionKey }, "turn-crashed"),
     );
-    this.intake = new Intake({
+    this.intakeOptions = {
       store: options.store,
       logger: options.logger,
       clock: options.clock,
@@ -178,7 +175,20 @@ export class Router implements InboundSink {
       send: (target, message, origin, inboxId) => this.send(target, message, origin, inboxId),
       wakeOutbox: () => options.outbox.wake(),
       ...(settings.inboundLimit ? { inboundLimit: settings.inboundLimit } : {}),
-    });
+    };
+    this.intake = new Intake(this.intakeOptions);
+  }
+
+  /**
+   * Takes over changed settings (a config reload): the next turn, LLM round and message use them; a turn already
+   * running keeps the prompt it was given. `maxConcurrentTurns` is not changed here (a restart-only key).
+   */
+  updateSettings(settings: RouterSettings): void {
+    Object.assign(this.engineSettings, engineSettingsOf(settings));
+    this.chatOptions.streaming = settings.streaming;
+    this.chatOptions.progressNoticeSecs = settings.progressNoticeSecs ?? 0;
+    if (settings.inboundLimit) this.intakeOptions.inboundLimit = settings.inboundLimit;
+    else delete this.intakeOptions.inboundLimit;
   }
 
   get uptimeMs(): number {
@@ -257,4 +267,17 @@ export class Router implements InboundSink {
     });
     return { ok: outcome.status === "ok", text: outcome.reply };
   }
+}
+
+function engineSettingsOf(settings: RouterSettings): TurnEngineOptions["settings"] {
+  return {
+    maxIterations: settings.maxIterations,
+    historyTokens: settings.historyTokens,
+    timezone: settings.timezone,
+    globalPrompt: settings.globalPrompt,
+    llm: settings.llm,
+    guestToolSet: settings.guestToolSet,
+    textToolCalls: settings.textToolCalls ?? false,
+    vision: settings.vision ?? "auto",
+  };
 }

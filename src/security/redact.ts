@@ -188,10 +188,15 @@ function dotenvVariables(files: readonly string[]): Record<string, string> {
 
 /**
  * A redactor loaded with the config's secret keys, and the secrets among the process environment, the loaded
- * `.env` files and `mcpServers.*.env` (secret-looking names and passwords inside URLs).
+ * `.env` files and `mcpServers.*.env` (secret-looking names and passwords inside URLs). Given `into`, adds them to
+ * that one (a config reload: new secrets join, old ones stay hidden).
  */
-export function createRedactor(config: MagpieConfig | null, env: NodeJS.ProcessEnv = process.env): Redactor {
-  const redactor = new Redactor();
+export function createRedactor(
+  config: MagpieConfig | null,
+  env: NodeJS.ProcessEnv = process.env,
+  into: Redactor = new Redactor(),
+): Redactor {
+  const redactor = into;
   const values: string[] = [];
   if (config) {
     for (const keyPath of SECRET_PATHS) {

@@ -53,6 +53,15 @@ export class SpendGuard implements SpendPort {
     this.clock = options.clock ?? systemClock;
   }
 
+  /**
+   * Takes over new caps and prices (a config reload): the next call is checked against them. Sums already spent
+   * stay (they come from the ledger); a cap lowered below them refuses the next call.
+   */
+  update(settings: { budgets: Budgets; prices: PriceList }): void {
+    this.options.budgets = settings.budgets;
+    this.options.prices = settings.prices;
+  }
+
   beforeCall(scope: SpendScope): SpendDecision {
     const now = this.clock.now();
     try {

@@ -1,0 +1,47 @@
+import type { Logger } from "pino";
+import type { ReplyTarget } from "../core/types.js";
+import { createPhoneNotifier } from "../notify/phone.js";
+import type { AppContext } from "./feature.js";
+
+export interface OwnerAlert {
+  /** The phone notification's title. */
+  title: string;
+  text: string;
+  /** A chat the DM must not go to (the one that refuses replies). */
+  except?: { channel: string; chatId: string };
+}
+
+/**
+ * How Magpie tells its owner something went wrong outside any conversation (an undeliverable reply, a config file
+ * that can't be reloaded): every configured phone provider (Pushover, ntfy) and the owner's first direct chat.
+ */
+export function ownerAlerter(app: AppContext, logger: Logger): (alert: OwnerAlert) => void {
+  /** The owner's first direct chat (the oldest DM from an owner), other than `except`. */
+  const ownerDm = (except: OwnerAlert["except"]): ReplyTarget | null => {
+    const rows = app.store.db
+      .prepare(
+        `SELECT channel, json_extract(payload, '$.chatId') AS chat_id, json_extract(payload, '$.userId') AS user_id
+         FROM inbox WHERE json_extract(payload, '$.isDirect') = 1 AND message_id NOT LIKE 'note:%'
+         GROUP BY channel, chat_id ORDER BY MIN(id) LIMIT 50`,
+      )
+      .all() as Array<{ channel: string; chat_id: string; user_id: string }>;
+    const authority = app.authority();
+    const found = rows.find(
+      (row) =>
+        !(except && row.channel === except.channel && row.chat_id === except.chatId) &&
+        authority.roleOf(row.channel, row.user_id) === "owner",
+    );
+    return found ? { channel: found.channel, chatId: found.chat_id } : null;
+  };
+
+  return ({ title, text, except }) => {
+    const notifier = app.services.notifier ?? createPhoneNotifier(app.config.notify);
+    if (notifier.configured) {
+      notifier
+        .send({ title, message: text, priority: 1 })
+        .catch((error: unknown) => logger.warn({ err: error }, "owner-phone-alert-failed"));
+    }
+    const dm = ownerDm(except);
+    if (dm) app.messenger.send(dm, { text, format: "plain" }, "notice");
+  };
+}
