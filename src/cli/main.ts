@@ -167,6 +167,7 @@ const SUBCOMMANDS: Record<string, () => Promise<{ run: CliCommand }>> = {
   pair: () => import("./commands/pair.js"),
   reload: () => import("./commands/reload.js"),
   restore: () => import("./commands/restore.js"),
+  selftest: () => import("./commands/selftest.js"),
   send: () => import("./commands/send.js"),
   skills: () => import("./commands/skills.js"),
   trace: () => import("./commands/trace.js"),

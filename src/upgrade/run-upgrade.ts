@@ -1,0 +1,323 @@
+import {
+  closeSync,
+  existsSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
+import path from "node:path";
+import { type InstanceInfo, readInstance, runningInstance } from "../cli/instance.js";
+import type { MagpieConfig } from "../config/schema.js";
+import { errorMessage } from "../core/errors.js";
+import { restoreDatabase } from "../store/restore.js";
+import { syntheticTurn, type TurnCheck, waitReady } from "./checks.js";
+import {
+  adoptInstall,
+  findInstall,
+  type Install,
+  MAIN_SCRIPT,
+  pointInstallAt,
+  releaseName,
+} from "./install.js";
+import { tellOwner } from "./notice.js";
+import { environmentOf, isAlive } from "./process-info.js";
+import { installRelease, type Release, resolveTarget } from "./release.js";
+import { type ServiceControl, type Started, serviceControlFor, stopPid } from "./service.js";
+import { restoreFiles, type Snapshot, takeSnapshot } from "./snapshot.js";
+import { UpgradeError } from "./upgrade-error.js";
+
+/** Releases kept in the releases directory: the live one, the one before (to roll back to by hand), one more. */
+const KEEP_RELEASES = 3;
+
+export interface UpgradeOptions {
+  config: MagpieConfig;
+  /** `--to`: a version, tag, branch or commit (default: the newest version tag, else origin's default branch). */
+  to?: string;
+  /** How long the new release gets to be ready and answer. */
+  timeoutMs?: number;
+  /** Progress lines for the terminal. */
+  say: (line: string) => void;
+}
+
+export type UpgradeOutcome =
+  | { status: "current"; revision: string }
+  | { status: "upgraded"; from: string; to: Release; turn: TurnCheck }
+  /** Nothing was stopped: the release could not be installed. */
+  | { status: "not-installed"; error: string }
+  | { status: "rolled-back"; error: string; recovered: boolean };
+
+/**
+ * `magpie upgrade`: snapshot, install beside, switch, start, check — and on any failure after the switch, put
+ * the previous release and database back and start them (DESIGN.md → CLI and HTTP).
+ */
+export async function runUpgrade(options: UpgradeOptions): Promise<UpgradeOutcome> {
+  const { config, say } = options;
+  const dataDir = path.resolve(config.dataDir);
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const releaseLock = lock(dataDir);
+  try {
+    const instance = runningInstance(dataDir);
+    if (!instance) {
+      throw new UpgradeError(
+        "upgrade.not_running",
+        `No Magpie is running on ${dataDir}. magpie upgrade restarts the running Magpie the way it was started; start it first (or upgrade by hand: README → Upgrades).`,
+      );
+    }
+    const install = await findInstall(instance.argv[0] ?? "");
+    refuseInside(install, dataDir, "dataDir");
+    refuseInside(install, path.resolve(config.workspace), "workspace");
+    const target = await resolveTarget(install, options.to);
+    if (target.revision === install.revision) {
+      say(`✓ Magpie ${install.version} is already at ${target.ref} (${releaseName(target.revision)}).`);
+      return { status: "current", revision: install.revision };
+    }
+    const control = serviceControlFor(instance);
+    const localFiles = [instance.configPath, ...config.envFiles, path.join(instance.cwd, ".env")]
+      .filter((file): file is string => file !== null && existsSync(file))
+      .filter((file, index, all) => all.indexOf(file) === index);
+    say(
+      `Upgrading Magpie ${install.version} (${releaseName(install.revision)}, ${install.link}) to ${target.ref} (${releaseName(target.revision)}); it runs as ${control.description}.`,
+    );
+    const snapshot = await takeSnapshot({
+      dataDir,
+      files: localFiles,
+      revision: install.revision,
+      version: install.version,
+      checkout: install.checkout,
+    });
+    say(`✓ Snapshot: database, ${snapshot.files.length} config/.env file(s) and revision in ${snapshot.dir}`);
+
+    let release: Release;
+    try {
+      adoptInstall(install);
+      const buildLog = path.join(dataDir, "logs", `upgrade-${releaseName(target.revision)}-build.log`);
+      say(`Installing ${target.ref} in ${path.join(install.releasesDir, releaseName(target.revision))} …`);
+      release = await installRelease({
+        install,
+        target,
+        localFiles: localFiles.filter((file) => isInside(install.checkout, file)),
+        buildLog,
+      });
+    } catch (error) {
+      const told = await tellOwner(
+        config,
+        "Magpie upgrade failed",
+        `Installing ${target.ref} failed, so nothing was changed: Magpie ${install.version} keeps running. ${errorMessage(error)}`,
+      );
+      say(`✗ Installing ${target.ref} failed; Magpie ${install.version} was not stopped and keeps running.`);
+      say(`  ${errorMessage(error)}`);
+      if (told.length > 0) say(`  The owner was told (${told.join(", ")}).`);
+      return { status: "not-installed", error: errorMessage(error) };
+    }
+    say(`✓ Installed Magpie ${release.version} (${releaseName(release.revision)}).`);
+
+    const mainScript = path.join(install.link, MAIN_SCRIPT);
+    let started: Started | null = null;
+    try {
+      say(`Stopping Magpie ${install.version} (pid ${instance.pid}) …`);
+      await control.stop(instance);
+      pointInstallAt(install.link, release.dir);
+      say(`Starting Magpie ${release.version} …`);
+      started = await startAndCheck(control, { previous: instance, mainScript, dataDir, timeoutMs, release });
+      const turn = await syntheticTurn({
+        instance: started.instance,
+        mainScript,
+        env: environmentOf(started.instance.pid) ?? process.env,
+        timeoutMs,
+      });
+      say(`✓ /readyz answered 200; ${turn.summary}`);
+      say(
+        `✓ Upgraded Magpie ${install.version} → ${release.version} (${releaseName(release.revision)}); pid ${started.instance.pid}, log: ${started.log}.`,
+      );
+      say(
+        `  The previous release stays in ${install.checkout}; the snapshot in ${snapshot.dir} (magpie restore ${snapshot.database}).`,
+      );
+      pruneReleases(install, [release.dir, install.checkout]);
+      return { status: "upgraded", from: install.revision, to: release, turn };
+    } catch (error) {
+      const message = `Magpie ${release.version} (${release.ref}) failed: ${errorMessage(error)}${started ? "" : ` Its log: ${logOf(control, dataDir, release)}`}`;
+      say(`✗ ${message}`);
+      return await rollBack({
+        ...options,
+        dataDir,
+        timeoutMs,
+        instance,
+        install,
+        snapshot,
+        control,
+        release,
+        message,
+      });
+    }
+  } finally {
+    releaseLock();
+  }
+}
+
+async function startAndCheck(
+  control: ServiceControl,
+  options: {
+    previous: InstanceInfo;
+    mainScript: string;
+    dataDir: string;
+    timeoutMs: number;
+    release: Release;
+  },
+): Promise<Started> {
+  const started = await control.start({
+    previous: options.previous,
+    mainScript: options.mainScript,
+    dataDir: options.dataDir,
+    logFile: path.join(options.dataDir, "logs", `magpie-${releaseName(options.release.revision)}.log`),
+    timeoutMs: options.timeoutMs,
+  });
+  await waitReady(started.instance, options.timeoutMs, started.exited);
+  return started;
+}
+
+/**
+ * Stops whatever the failed release left running, puts the snapshot's database (and any changed config file)
+ * back, points the install at the previous release, tells the owner (a notice in the restored outbox, delivered
+ * once it runs, and the phone) and starts it — checked the same way.
+ */
+async function rollBack(context: {
+  config: MagpieConfig;
+  say: (line: string) => void;
+  dataDir: string;
+  timeoutMs: number;
+  instance: InstanceInfo;
+  install: Install;
+  snapshot: Snapshot;
+  control: ServiceControl;
+  release: Release;
+  message: string;
+}): Promise<UpgradeOutcome> {
+  const { say, dataDir, install, snapshot, control, instance } = context;
+  say(`Rolling back to Magpie ${install.version} (${releaseName(install.revision)}) …`);
+  try {
+    await stopLeftovers(control, dataDir, instance);
+    const restored = await restoreDatabase({
+      dataDir,
+      file: snapshot.database,
+      asideLabel: "failed-upgrade",
+    });
+    say(`✓ Database put back from ${snapshot.database} (the failed one is kept at ${restored.previous}).`);
+    for (const file of restoreFiles(snapshot)) say(`✓ Put back ${file}.`);
+    pointInstallAt(install.link, install.checkout);
+    const text = `Upgrading to ${context.release.version} (${context.release.ref}) failed, so Magpie went back to ${install.version} with the database from before the upgrade. ${context.message}`;
+    const told = await tellOwner(context.config, "Magpie upgrade rolled back", text);
+    const started = await startAndCheck(control, {
+      previous: instance,
+      mainScript: path.join(install.link, MAIN_SCRIPT),
+      dataDir,
+      timeoutMs: context.timeoutMs,
+      release: { dir: install.checkout, revision: install.revision, version: install.version, ref: "" },
+    });
+    const turn = await syntheticTurn({
+      instance: started.instance,
+      mainScript: path.join(install.link, MAIN_SCRIPT),
+      env: environmentOf(started.instance.pid) ?? process.env,
+      timeoutMs: context.timeoutMs,
+    });
+    say(
+      `✓ Rolled back: Magpie ${install.version} runs again (pid ${started.instance.pid}, log: ${started.log}); /readyz 200; ${turn.summary}.`,
+    );
+    say(
+      told.length > 0
+        ? `  The owner was told (${told.join(", ")}).`
+        : "  No owner chat or phone provider to tell.",
+    );
+    return { status: "rolled-back", error: context.message, recovered: true };
+  } catch (error) {
+    say(`✗ The rollback failed too: ${errorMessage(error)}`);
+    say(
+      `  By hand: stop Magpie; ln -sfn ${install.checkout} ${install.link}; magpie restore ${snapshot.database}; start Magpie. Config copies are in ${snapshot.dir}.`,
+    );
+    await tellOwner(
+      context.config,
+      "Magpie upgrade failed and could not roll back",
+      `${context.message} Rolling back failed: ${errorMessage(error)}. Magpie may be down; the snapshot is in ${snapshot.dir}.`,
+    );
+    return { status: "rolled-back", error: context.message, recovered: false };
+  }
+}
+
+/** Stops the failed release: the unit, or any process other than the old one that the pid file names. */
+async function stopLeftovers(
+  control: ServiceControl,
+  dataDir: string,
+  previous: InstanceInfo,
+): Promise<void> {
+  const current = readInstance(dataDir);
+  if (current && current.pid !== previous.pid && isAlive(current.pid)) await control.stop(current);
+  else if (control.description.startsWith("systemd")) await control.stop(previous);
+  if (current && current.pid !== previous.pid && isAlive(current.pid)) await stopPid(current.pid);
+}
+
+function logOf(control: ServiceControl, dataDir: string, release: Release): string {
+  return control.description.startsWith("systemd")
+    ? control.description.replace("systemd unit ", "journalctl -u ")
+    : path.join(dataDir, "logs", `magpie-${releaseName(release.revision)}.log`);
+}
+
+/** One upgrade at a time per data directory: `<dataDir>/upgrade.lock` holds the pid of the one running. */
+function lock(dataDir: string): () => void {
+  const file = path.join(dataDir, "upgrade.lock");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const descriptor = openSync(file, "wx", 0o600);
+      writeSync(descriptor, String(process.pid));
+      closeSync(descriptor);
+      return () => rmSync(file, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const holder = Number(readFileSync(file, "utf8"));
+      if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
+        throw new UpgradeError(
+          "upgrade.busy",
+          `Another magpie upgrade (pid ${holder}) is running on ${dataDir}.`,
+        );
+      }
+      rmSync(file, { force: true });
+    }
+  }
+  throw new UpgradeError("upgrade.busy", `Could not take ${file}; remove it if no upgrade is running.`);
+}
+
+function isInside(directory: string, file: string): boolean {
+  const relative = path.relative(directory, file);
+  return relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative);
+}
+
+/** State inside the checkout would be left behind in the old release directory (or shared by two releases). */
+function refuseInside(install: Install, directory: string, key: string): void {
+  if (
+    directory === install.checkout ||
+    isInside(install.checkout, directory) ||
+    isInside(install.link, directory)
+  ) {
+    throw new UpgradeError(
+      "upgrade.state_in_install",
+      `${key} (${directory}) is inside the install ${install.link}; a new release is installed beside it and would not see it. Move it out (e.g. dataDir: /var/lib/magpie), then upgrade.`,
+    );
+  }
+}
+
+/** Deletes all but the newest releases, never one of `keep`. */
+function pruneReleases(install: Install, keep: string[]): void {
+  const releases = readdirSync(install.releasesDir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && /^[0-9a-f]{12}$/.test(entry.name))
+    .map((entry) => path.join(install.releasesDir, entry.name))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  let kept = 0;
+  for (const dir of releases) {
+    if (keep.includes(dir) || kept < KEEP_RELEASES - keep.length) {
+      if (!keep.includes(dir)) kept++;
+      continue;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
