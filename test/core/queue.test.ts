@@ -1,9 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { SessionQueues } from "../../src/core/session-queue.js";
 import { TurnSlots } from "../../src/core/turn-slots.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
-import { testToolNames, testTools } from "../helpers/test-tools.js";
+import { slowToolRuns, testToolNames, testTools } from "../helpers/test-tools.js";
 
 let harness: TestApp | undefined;
 afterEach(async () => {
@@ -104,8 +104,10 @@ describe("router queue", () => {
     });
     const { llm, channel, app } = harness;
     llm!.script(reply.toolCalls([{ name: "slow", arguments: { ms: 10_000 } }]));
+    const runsBefore = slowToolRuns.started;
     await channel!.receive("do the slow thing");
-    await tick(100);
+    // The tool is running (not just the turn: on a loaded machine the model's answer can take longer than 100 ms).
+    await vi.waitFor(() => expect(slowToolRuns.started).toBe(runsBefore + 1), { timeout: 10_000 });
     expect(app.router.queues.isBusy("test:chat-1")).toBe(true);
     const started = Date.now();
     await channel!.receive("/stop");

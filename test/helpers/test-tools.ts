@@ -28,6 +28,9 @@ export const failingTool = defineTool({
   },
 });
 
+/** How many `slow` calls have started (tests wait for one before they stop it). */
+export const slowToolRuns = { started: 0 };
+
 /** Waits for the abort signal (or `ms`), to test /stop and shutdown. */
 export const slowTool = defineTool({
   name: "slow",
@@ -36,6 +39,7 @@ export const slowTool = defineTool({
   risk: "low",
   execute: ({ ms }, context) =>
     new Promise<string>((resolve) => {
+      slowToolRuns.started++;
       const timer = setTimeout(() => resolve("slow done"), ms);
       context.signal.addEventListener("abort", () => {
         clearTimeout(timer);
