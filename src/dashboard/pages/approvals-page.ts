@@ -1,16 +1,19 @@
 import { html } from "hono/html";
 import type { ApprovalRecord } from "../../security/approval-store.js";
 import type { QuestionGate } from "../../security/question-gate.js";
+import { approvalCard, askerOf, dashboardDecisionButtons, serveCountdownScript } from "../approval-card.js";
 import type { PageBody } from "../layout.js";
-import { type PageRoutes, respond } from "./page-context.js";
+import { type DashboardDeps, type PageRoutes, respond } from "./page-context.js";
 import { questionsPart } from "./questions-part.js";
 
-/** Pending approvals with Approve / Deny, open questions, then the most recent decisions. */
+/** Pending approvals as cards with Approve / Deny, open questions, then the most recent decisions. */
 function approvalsPart(
+  deps: DashboardDeps,
   records: ApprovalRecord[],
   questions: QuestionGate | undefined,
   notice?: string,
 ): PageBody {
+  const now = Date.now();
   const pending = records.filter((record) => record.status === "pending");
   const decided = records.filter((record) => record.status !== "pending");
   return html`<div id="approvals" hx-get="/ui/approvals" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
@@ -19,26 +22,12 @@ function approvalsPart(
     ${
       pending.length === 0
         ? html`<p>Nothing waits for approval.</p>`
-        : html`<table>
-          <tr><th>Id</th><th>Tool</th><th>Action</th><th>Reason</th><th>Chat</th><th></th></tr>
-          ${pending.map(
-            (record) => html`<tr data-approval="${record.id}">
-              <td>${record.id}</td>
-              <td>${record.tool}</td>
-              <td><pre>${record.action}</pre></td>
-              <td>${record.reason}</td>
-              <td>${record.channel}:${record.chatId}</td>
-              <td>
-                <form method="post" action="/ui/approvals/${record.id}/approve" hx-post="/ui/approvals/${record.id}/approve" hx-target="#approvals" hx-swap="outerHTML">
-                  <button type="submit">Approve</button>
-                </form>
-                <form method="post" action="/ui/approvals/${record.id}/deny" hx-post="/ui/approvals/${record.id}/deny" hx-target="#approvals" hx-swap="outerHTML">
-                  <button type="submit">Deny</button>
-                </form>
-              </td>
-            </tr>`,
-          )}
-        </table>`
+        : pending.map((record) =>
+            approvalCard(
+              { record, askedBy: askerOf(deps.store.db, record), timezone: deps.timezone, now },
+              dashboardDecisionButtons(record.id),
+            ),
+          )
     }
     <h2>Questions</h2>
     ${questionsPart(questions)}
@@ -57,7 +46,8 @@ function approvalsPart(
 /** `/ui/approvals`: the dashboard user decides and answers as an owner, for any chat. */
 export const approvalRoutes: PageRoutes = (app, deps) => {
   const part = (notice?: string) =>
-    approvalsPart(deps.approvals()?.repository.recent(50) ?? [], deps.questions(), notice);
+    approvalsPart(deps, deps.approvals()?.repository.recent(50) ?? [], deps.questions(), notice);
+  serveCountdownScript(app);
   app.get("/ui/approvals", (c) => respond(c, "Approvals", part()));
   app.post("/ui/approvals/:id/:decision{approve|deny}", (c) => {
     const gate = deps.approvals();

@@ -1,10 +1,13 @@
 import { html } from "hono/html";
 import { cronOutcomeOf, type JobRun } from "../../scheduler/job.js";
 import type { JobView } from "../../scheduler/job-view.js";
-import type { Scheduler } from "../../scheduler/scheduler.js";
 import { SchedulerError } from "../../scheduler/scheduler-error.js";
+import { CHART_STYLE } from "../charts/chart-style.js";
+import { cronRunsByDay, type DayOutcomes, dayStateOf } from "../charts/cron-days.js";
+import { cronStrip, cronStripLegend, DAY_STATES, describeDay } from "../charts/cron-strip.js";
+import { type ChartDay, lastDays } from "../charts/days.js";
 import type { PageBody } from "../layout.js";
-import { type PageRoutes, respond } from "./page-context.js";
+import { type DashboardDeps, type PageRoutes, respond } from "./page-context.js";
 
 const RUNS_SHOWN = 5;
 const time = (at: number | null) => (at === null ? "" : new Date(at).toISOString().replace(".000Z", "Z"));
@@ -31,9 +34,44 @@ function runsList(runs: JobRun[]): PageBody {
   </ul>`;
 }
 
+const STRIP_DAYS = 14;
+
+/** Each job's last 14 days as a strip of ok / failed / missed / skipped squares, and the same as a table. */
+function cronStrips(jobs: JobView[], days: readonly ChartDay[], runs: Map<number, DayOutcomes[]>): PageBody {
+  const empty = days.map(() => ({ ran: 0, failed: 0, missed: 0, skipped: 0 }));
+  const rows = jobs.map((job) => ({ job, outcomes: runs.get(job.id) ?? empty }));
+  return html`${CHART_STYLE}<section aria-labelledby="cron-strips-title">
+    <h2 id="cron-strips-title">Last ${days.length} days</h2>
+    <div class="cron-strips">
+      ${rows.map(
+        ({ job, outcomes }) => html`<div class="cron-strip-name">${job.name}</div>
+          <div data-strip="${job.name}">${cronStrip(job.name, days, outcomes)}</div>`,
+      )}
+    </div>
+    ${cronStripLegend()}
+    <details>
+      <summary>Last ${days.length} days as a table</summary>
+      <div class="chart-table">
+        <table>
+          <tr><th>Job</th>${days.map((day) => html`<th>${day.label}</th>`)}</tr>
+          ${rows.map(
+            ({ job, outcomes }) =>
+              html`<tr><th>${job.name}</th>${outcomes.map((day) => {
+                const state = dayStateOf(day);
+                return html`<td title="${describeDay(day)}">${DAY_STATES[state].glyph} ${state === "none" ? "—" : describeDay(day)}</td>`;
+              })}</tr>`,
+          )}
+        </table>
+      </div>
+    </details>
+  </section>`;
+}
+
 /** Every job with its schedule, next run, its last runs and the run now / pause / resume / remove actions. */
-function cronPart(scheduler: Scheduler | undefined, notice?: string): PageBody {
+function cronPart(deps: DashboardDeps, notice?: string): PageBody {
+  const scheduler = deps.scheduler();
   const jobs = scheduler?.list() ?? [];
+  const days = lastDays(Date.now(), deps.timezone, STRIP_DAYS);
   return html`<div id="cron" hx-get="/ui/cron" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
     ${notice ? html`<p role="status">${notice}</p>` : ""}
     ${
@@ -41,7 +79,9 @@ function cronPart(scheduler: Scheduler | undefined, notice?: string): PageBody {
         ? html`<p>The scheduler is not running.</p>`
         : jobs.length === 0
           ? html`<p>No cron jobs. Ask in chat ("every morning at 8 …") or add them under <code>cron.jobs</code>.</p>`
-          : html`<table>
+          : html`${cronStrips(jobs, days, cronRunsByDay(deps.store.db, days))}
+          <h2>Jobs</h2>
+          <table>
           <tr><th>Job</th><th>Schedule</th><th>Status</th><th>Next run</th><th>Runs</th><th></th></tr>
           ${jobs.map(
             (job) => html`<tr data-job="${job.name}">
@@ -65,10 +105,10 @@ function cronPart(scheduler: Scheduler | undefined, notice?: string): PageBody {
 
 /** `/ui/cron`: the dashboard user acts as an owner, like /cron in a DM. */
 export const cronRoutes: PageRoutes = (app, deps) => {
-  app.get("/ui/cron", (c) => respond(c, "Cron jobs", cronPart(deps.scheduler())));
+  app.get("/ui/cron", (c) => respond(c, "Cron jobs", cronPart(deps)));
   app.post("/ui/cron/:id{[0-9]+}/:action{run|pause|resume|remove}", (c) => {
     const scheduler = deps.scheduler();
-    if (!scheduler) return respond(c, "Cron jobs", cronPart(undefined), 409);
+    if (!scheduler) return respond(c, "Cron jobs", cronPart(deps), 409);
     const id = Number(c.req.param("id"));
     let notice: string;
     try {
@@ -89,8 +129,8 @@ export const cronRoutes: PageRoutes = (app, deps) => {
       }
     } catch (error) {
       if (!(error instanceof SchedulerError)) throw error;
-      return respond(c, "Cron jobs", cronPart(scheduler, error.message), 409);
+      return respond(c, "Cron jobs", cronPart(deps, error.message), 409);
     }
-    return respond(c, "Cron jobs", cronPart(scheduler, notice));
+    return respond(c, "Cron jobs", cronPart(deps, notice));
   });
 };

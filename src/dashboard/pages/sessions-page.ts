@@ -1,5 +1,7 @@
 import { html } from "hono/html";
 import type { ChatMessage } from "../../llm/types.js";
+import type { PageBody } from "../layout.js";
+import { MarkdownBudget, renderMarkdown } from "../markdown.js";
 import { type PageRoutes, respond } from "./page-context.js";
 
 interface SessionRow {
@@ -22,12 +24,18 @@ interface ReceivedRow {
   text: string | null;
 }
 
-function messageText(message: ChatMessage): string {
-  if (message.role === "assistant" && message.tool_calls?.length) {
-    const calls = message.tool_calls.map((call) => `→ ${call.function.name}(${call.function.arguments})`);
-    return [message.content ?? "", ...calls].filter(Boolean).join("\n");
+/** The model's words as rendered Markdown (its tool calls verbatim below them); anything else verbatim. */
+function messageView(message: ChatMessage, budget: MarkdownBudget): PageBody {
+  if (message.role === "assistant") {
+    const calls = (message.tool_calls ?? []).map(
+      (call) => `→ ${call.function.name}(${call.function.arguments})`,
+    );
+    const content = typeof message.content === "string" ? message.content : "";
+    return html`${content ? renderMarkdown(content, budget) : ""}${
+      calls.length > 0 ? html`<pre>${calls.join("\n")}</pre>` : ""
+    }`;
   }
-  return typeof message.content === "string" ? message.content : JSON.stringify(message.content);
+  return html`<pre>${typeof message.content === "string" ? message.content : JSON.stringify(message.content)}</pre>`;
 }
 
 /** `/ui/sessions` (every chat session, newest first) and `/ui/sessions/<key>` (its history and summary). */
@@ -64,6 +72,15 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
     const url = `/ui/sessions/${encodeURIComponent(key)}`;
     const summary = deps.store.history.summary(key);
     const messages = deps.store.history.load(key);
+    // The newest messages get the page's Markdown budget first.
+    const budget = new MarkdownBudget();
+    const views = [...messages]
+      .reverse()
+      .map(
+        ({ id, message }) =>
+          html`<tr data-message="${id}"><th>${message.role}</th><td>${messageView(message, budget)}</td></tr>`,
+      )
+      .reverse();
     // The messages received in this session, each linked to its trace (newest first).
     const received = deps.store.db
       .prepare(
@@ -72,6 +89,10 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
       )
       .all(key) as ReceivedRow[];
     const part = html`<div id="history" hx-get="${url}" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
+      <style>
+        #history .md pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5rem 0.7rem; overflow-x: auto; white-space: pre; }
+        #history .md p { margin: 0.2rem 0; } #history .md { overflow-wrap: anywhere; max-width: 52rem; }
+      </style>
       <p><b>${key}</b> · <a href="/ui/audit?session=${encodeURIComponent(key)}">its tool calls</a></p>
       ${
         received.length > 0
@@ -91,10 +112,7 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
       }
       ${summary ? html`<h2>Summary of earlier messages</h2><pre>${summary}</pre>` : ""}
       <table>
-        ${messages.map(
-          ({ id, message }) =>
-            html`<tr data-message="${id}"><th>${message.role}</th><td><pre>${messageText(message)}</pre></td></tr>`,
-        )}
+        ${views}
       </table>
       ${messages.length === 0 ? html`<p>No messages in this session.</p>` : ""}
     </div>`;

@@ -1,0 +1,176 @@
+import { html } from "hono/html";
+import type { HtmlEscapedString } from "hono/utils/html";
+import type { HttpApp } from "../http/server.js";
+import type { ApprovalRecord } from "../security/approval-store.js";
+import type { Db } from "../store/index.js";
+import type { PageBody } from "./layout.js";
+import { dashboardTimes } from "./time-format.js";
+
+/**
+ * An approval as a card: the tool, the exact action (escaped, in a code block), the risk, who asked, and the time
+ * left — "expires 14:32 (in 4 min)" without JavaScript, ticking with the few lines of `COUNTDOWN_SCRIPT`. The
+ * Approve / Deny buttons are at least 44 px (WCAG 2.5.5). Shown on the approvals page and in the webchat; the home
+ * page may show it too (`approvalCard` with `dashboardDecisionButtons`).
+ */
+
+/** What a card shows besides the stored record. */
+export interface ApprovalCardView {
+  record: ApprovalRecord;
+  /** "Alice (telegram:42)"; null when the chat's last message is gone (retention) or there was none (a job). */
+  askedBy: string | null;
+  timezone: string;
+  now: number;
+}
+
+/** Renders a card's Approve or Deny control: a form that posts where the page wants it. */
+export type DecisionButton = (decision: "approve" | "deny", label: string) => PageBody;
+
+export const COUNTDOWN_SCRIPT_PATH = "/ui/assets/countdown.js";
+
+/**
+ * Ticks every `[data-left-ms]` once a second. Counts from when the element appeared (not the server's clock, which
+ * may differ from the browser's); runs once however often a refreshed part brings the script tag back.
+ */
+export const COUNTDOWN_SCRIPT = `(() => {
+  if (globalThis.magpieCountdown) return;
+  globalThis.magpieCountdown = true;
+  const words = (ms) => {
+    const seconds = Math.ceil(ms / 1000);
+    if (seconds < 60) return seconds + " s";
+    const minutes = Math.floor(seconds / 60);
+    if (minutes < 60) return minutes + " min " + String(seconds % 60).padStart(2, "0") + " s";
+    return Math.floor(minutes / 60) + " h " + (minutes % 60) + " min";
+  };
+  const tick = () => {
+    for (const element of document.querySelectorAll("[data-left-ms]")) {
+      element.dataset.seenAt ??= String(Date.now());
+      const left = Number(element.dataset.leftMs) - (Date.now() - Number(element.dataset.seenAt));
+      element.textContent = left > 0 ? "in " + words(left) : "time is up";
+    }
+  };
+  tick();
+  setInterval(tick, 1000);
+})();
+`;
+
+const served = new WeakSet<HttpApp>();
+
+/** Serves the countdown script once per app, whichever page that shows cards registers first. */
+export function serveCountdownScript(app: HttpApp): void {
+  if (served.has(app)) return;
+  served.add(app);
+  app.get(COUNTDOWN_SCRIPT_PATH, (c) =>
+    c.body(COUNTDOWN_SCRIPT, 200, {
+      "content-type": "text/javascript; charset=utf-8",
+      "cache-control": "private, max-age=86400",
+    }),
+  );
+}
+
+const CARD_STYLE = html`<style>
+  .approval-card { border: 2px solid #9a6700; border-radius: 8px; padding: 0.8rem 1rem; margin: 0.6rem 0; max-width: 44rem; background: #fff8e6; }
+  .approval-card.decided { border-color: #8c959f; background: #f6f8fa; }
+  .approval-card h3 { margin: 0 0 0.5rem; font-size: 1.1rem; display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; }
+  .approval-card pre { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5rem 0.7rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
+  .approval-card dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 0.8rem; margin: 0.6rem 0; }
+  .approval-card dt { font-weight: 600; } .approval-card dd { margin: 0; overflow-wrap: anywhere; }
+  .approval-risk { border-radius: 999px; padding: 0.1rem 0.6rem; font-size: 0.85rem; color: #fff; background: #57606a; }
+  .approval-risk.risk-high { background: #cf222e; } .approval-risk.risk-medium { background: #9a6700; } .approval-risk.risk-low { background: #1a7f37; }
+  .approval-buttons { display: flex; flex-wrap: wrap; gap: 0.8rem; }
+  .approval-buttons button { min-height: 44px; min-width: 7rem; font-size: 1rem; font-weight: 600; border-radius: 6px; padding: 0.5rem 1.2rem; cursor: pointer; border: 2px solid transparent; }
+  .approval-buttons .approve { background: #1a7f37; color: #fff; }
+  .approval-buttons .deny { background: #fff; color: #cf222e; border-color: #cf222e; }
+</style>`;
+
+/** "high" from `risk:high`; another reason (a guard's) as it is. */
+export function riskOf(reason: string): { level: string; label: string } {
+  const level = /^risk:(low|medium|high)$/.exec(reason)?.[1];
+  return level ? { level, label: `${level} risk` } : { level: "other", label: reason };
+}
+
+/**
+ * Who asked: the sender of the last message received in the approval's session up to the request (the inbox keeps
+ * who sent what); null when there is none — a job's run, or a message retention already pruned.
+ */
+export function askerOf(db: Db, record: ApprovalRecord): string | null {
+  const row = db
+    .prepare(
+      `SELECT json_extract(payload, '$.userId') AS user_id, json_extract(payload, '$.userName') AS user_name
+       FROM inbox WHERE session_key = ? AND received_at <= ? ORDER BY id DESC LIMIT 1`,
+    )
+    .get(record.sessionKey, record.requestedAt) as
+    | { user_id: string | number | null; user_name: string | null }
+    | undefined;
+  if (!row || row.user_id === null) return null;
+  const id = `${record.channel}:${row.user_id}`;
+  return row.user_name ? `${row.user_name} (${id})` : id;
+}
+
+/** The Approve / Deny forms of the approvals page; `target` is the part htmx swaps with the answer. */
+export function dashboardDecisionButtons(id: string, target = "#approvals"): DecisionButton {
+  return (decision, label) => {
+    const url = `/ui/approvals/${id}/${decision}`;
+    return html`<form method="post" action="${url}" hx-post="${url}" hx-target="${target}" hx-swap="outerHTML">
+      <button type="submit" class="${decision}">${label}</button>
+    </form>`;
+  };
+}
+
+/** One approval as a card; the buttons only while it is pending and not yet expired. */
+export function approvalCard(
+  view: ApprovalCardView,
+  button: DecisionButton,
+): HtmlEscapedString | Promise<HtmlEscapedString> {
+  const { record, now } = view;
+  const times = dashboardTimes(view.timezone, () => now);
+  const risk = riskOf(record.reason);
+  const clock = new Intl.DateTimeFormat("en-GB", {
+    timeZone: view.timezone,
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  });
+  const open = record.status === "pending" && record.expiresAt > now;
+  const titleId = `approval-${record.id}-title`;
+  return html`<article class="approval-card${open ? "" : " decided"}" data-approval="${record.id}" aria-labelledby="${titleId}">
+    ${CARD_STYLE}
+    <h3 id="${titleId}">${open ? "Approval needed" : "Approval"}: <code>${record.tool}</code>
+      <span class="approval-risk risk-${risk.level}">${risk.label}</span></h3>
+    <pre class="approval-action"><code>${record.action}</code></pre>
+    <dl>
+      <dt>Asked by</dt><dd>${view.askedBy ?? "—"}</dd>
+      <dt>Chat</dt><dd>${record.channel}:${record.chatId} <small>(session ${record.sessionKey})</small></dd>
+      <dt>Asked</dt><dd>${times.at(record.requestedAt)}</dd>
+      ${
+        open
+          ? html`<dt>Time left</dt><dd>expires <time datetime="${new Date(record.expiresAt).toISOString()}" title="${times.exact(record.expiresAt)}">${clock.format(record.expiresAt)}</time>
+            (<span role="timer" data-left-ms="${record.expiresAt - now}">${times.relative(record.expiresAt)}</span>); no answer means deny</dd>`
+          : html`<dt>Decision</dt><dd data-status="${record.status}">${statusWords(record)}${
+              record.decidedAt ? html` ${times.at(record.decidedAt)}` : ""
+            }</dd>`
+      }
+      <dt>Request</dt><dd><code>${record.id}</code></dd>
+    </dl>
+    ${
+      open
+        ? html`<div class="approval-buttons">${button("approve", "Approve")}${button("deny", "Deny")}</div>
+          <script src="${COUNTDOWN_SCRIPT_PATH}"></script>`
+        : ""
+    }
+  </article>`;
+}
+
+function statusWords(record: ApprovalRecord): string {
+  switch (record.status) {
+    case "approved":
+      return `Approved by ${record.decidedBy ?? "an owner"}`;
+    case "denied":
+      return `Denied by ${record.decidedBy ?? "an owner"}`;
+    case "timeout":
+      return "Timed out (denied)";
+    case "cancelled":
+      return "Cancelled (the turn stopped)";
+    default:
+      return "Expired, waiting to be closed";
+  }
+}
