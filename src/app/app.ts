@@ -50,6 +50,7 @@ import { type Tool, ToolError } from "../tools/define-tool.js";
 import { builtinTools } from "../tools/index.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { SpillStore } from "../tools/spill.js";
+import { type ChannelReloadDeps, reloadChannels } from "./channel-reload.js";
 import type { AppContext, MagpieFeature } from "./feature.js";
 import { features as defaultFeatures } from "./features.js";
 
@@ -436,6 +437,9 @@ export class MagpieApp {
         failures.push({ part: feature.name, error: error instanceof Error ? error.message : String(error) });
       }
     }
+    // Channels added, removed or reconnected (src/app/channel-reload.ts); access-only changes were taken above.
+    if (this.options.loadChannels !== false)
+      failures.push(...(await reloadChannels(this.channelParts(), change)));
     const result: ReloadResult = { applied: change.paths, needsRestart, failures };
     // Key paths only: the values (tokens among them) never reach the log.
     this.logger.info(result, "config-reloaded");
@@ -452,6 +456,11 @@ export class MagpieApp {
     this.router.updateSettings(routerSettingsOf(config));
     this.delegationOptions.maxDepth = config.agent.maxDelegationDepth;
     Object.assign(this.subagentSettings, subagentSettingsOf(config));
+  }
+
+  private channelParts(): ChannelReloadDeps {
+    const { adapters, router: sink, logger, http, store, outbox } = this;
+    return { adapters, sink, logger, http, store, outbox };
   }
 
   /** Graceful stop: no new turns, running turns finish or are checkpointed, outbox flushed, database closed. */

@@ -42,6 +42,8 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
   private readonly events: EventPublisher;
+  /** Channels whose items are parked (told once in the log per stretch). */
+  private readonly parked = new Set<string>();
 
   constructor(private readonly options: OutboxWorkerOptions) {
     super();
@@ -110,7 +112,12 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
       list.push(item);
       byChannel.set(item.target.channel, list);
     }
-    await Promise.all([...byChannel.values()].map((items) => this.deliverInOrder(items)));
+    const adapters = this.options.adapters();
+    await Promise.all(
+      [...byChannel].map(([channel, items]) =>
+        adapters.has(channel) ? this.deliverInOrder(items) : this.park(channel, items),
+      ),
+    );
   }
 
   private async deliverInOrder(items: OutboxItem[]): Promise<void> {
@@ -123,11 +130,33 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
     }
   }
 
+  /**
+   * Items whose channel has no running adapter (removed by a config reload, or between a restart's stop and start):
+   * they stay pending without an attempt counted — never failed or undeliverable for that alone — and go out when the
+   * channel runs again (`resumeChannel`), or are looked at again after the longest back-off.
+   */
+  private async park(channel: string, items: OutboxItem[]): Promise<void> {
+    const { outbox, logger, clock } = this.options;
+    if (!this.parked.has(channel))
+      logger.warn({ channel, items: items.length }, "outbox-channel-not-running");
+    this.parked.add(channel);
+    const reason = `Channel "${channel}" is not running; kept until it is.`;
+    for (const item of items) outbox.postpone(item.id, reason, clock.now() + this.maxDelayMs);
+  }
+
+  /** A channel (re)started: its parked items are due now. */
+  resumeChannel(channel: string): void {
+    this.parked.delete(channel);
+    this.options.outbox.resumeChannel(channel, this.options.clock.now());
+    this.wake();
+  }
+
   private async deliver(item: OutboxItem): Promise<boolean> {
     const { outbox, logger } = this.options;
     const adapter = this.options.adapters().get(item.target.channel);
     try {
       if (!adapter) {
+        // Removed while this pass ran: a retry like any other (the next pass parks it).
         throw new ChannelSendError(`Channel "${item.target.channel}" is not running.`, {
           code: "channel.unavailable",
         });

@@ -138,6 +138,22 @@ export class OutboxRepository {
       .run(error, nextAttemptAt, id);
   }
 
+  /** Puts an item off until `nextAttemptAt` without counting an attempt (its channel is not running). */
+  postpone(id: number, reason: string, nextAttemptAt: number): void {
+    this.db
+      .prepare("UPDATE outbox SET last_error = ?, next_attempt_at = ? WHERE id = ?")
+      .run(reason, nextAttemptAt, id);
+  }
+
+  /** Makes every pending item of `channel` due at `now` (the channel is running again). */
+  resumeChannel(channel: string, now: number): number {
+    return this.db
+      .prepare(
+        "UPDATE outbox SET next_attempt_at = ? WHERE status = 'pending' AND channel = ? AND next_attempt_at > ?",
+      )
+      .run(now, channel, now).changes;
+  }
+
   markFailed(id: number, error: string): void {
     this.db
       .prepare("UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ?")
