@@ -1,17 +1,16 @@
-import { accessSync, constants, realpathSync, type Stats, statSync } from "node:fs";
+import { accessSync, constants, realpathSync, statSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import {
-  type FileGuardRuleId,
-  type GuardFinding,
-  judgePath,
-  type SecurityLevel,
-  strictest,
-} from "../security/file-guard.js";
+import { judgePath, type SecurityLevel } from "../security/file-guard.js";
 import { isWithin, type PathScope, resolveToolPath } from "../security/path-resolver.js";
+import type { SkillApproval, SkillApprovals } from "./skill-approvals.js";
+import { judgeSkillPath, RULES_INSIDE, readJudged, refusalOf, type SkillRefusal } from "./skill-files.js";
+import { SnapshotCache, type SnapshotResult, snapshotSkill } from "./skill-snapshot.js";
+
+export type { SkillRefusal };
 
 /** A skill's YAML front matter. Other keys (license, metadata …) are allowed and ignored. */
 const frontMatterSchema = z.object({
@@ -34,6 +33,8 @@ export interface Skill {
   /** The whole SKILL.md. */
   text: string;
   requires: { bins: string[]; env: string[] };
+  /** The folder's content hash, when it was taken (approval required, or asked for). */
+  hash?: string;
 }
 
 export interface SkillProblem {
@@ -41,14 +42,12 @@ export interface SkillProblem {
   error: string;
 }
 
-/** A skill folder (or skills directory) the file guard did not let the catalog read. */
-export interface SkillRefusal {
-  /** The folder's name: the skill's own name is in a file that was never read. */
-  folder: string;
-  /** The path as found in the skills directory. */
-  file: string;
-  rule: FileGuardRuleId;
-  reason: string;
+/** A skill that is not loaded because its content is not the one an owner approved. */
+export interface UnapprovedSkill {
+  skill: Skill & { hash: string };
+  /** `new`: never approved; `changed`: approved with another hash. */
+  state: "new" | "changed";
+  approval?: SkillApproval;
 }
 
 export interface SkillListing {
@@ -59,6 +58,24 @@ export interface SkillListing {
   problems: SkillProblem[];
   /** Folders and directories refused by the file guard: never read, never offered to the model. */
   refused: SkillRefusal[];
+  /** With `skills.requireApproval`: new or changed skills, not offered to the model until an owner approves. */
+  unapproved: UnapprovedSkill[];
+  /** Skills of a name already taken by an earlier folder or directory: never loaded. */
+  duplicates: Array<{ skill: Skill; shadowedBy: Skill }>;
+}
+
+/** What `load` found for a name: the skill, or why it is not loaded. */
+export type SkillLoad =
+  | { skill: Skill }
+  | { refusal: SkillRefusal }
+  | { unapproved: UnapprovedSkill }
+  | { problem: SkillProblem };
+
+/** `skills.requireApproval` and where approvals are kept. */
+export interface SkillApprovalPolicy {
+  /** Read per call, so a config reload applies at the next scan. */
+  required(): boolean;
+  approvals: SkillApprovals;
 }
 
 interface CacheEntry {
@@ -84,10 +101,9 @@ export interface SkillCatalogOptions {
   onProblem?(problem: SkillProblem): void;
   /** Called once per refused path and rule. */
   onRefused?(refusal: SkillRefusal): void;
+  /** Pinned skills; without it every skill that passes the guard loads. */
+  approval?: SkillApprovalPolicy;
 }
-
-/** Rules that still apply inside a skills directory: its own files are read, but never Magpie's state or a key. */
-const RULES_INSIDE: ReadonlySet<FileGuardRuleId> = new Set(["file.magpie_state", "file.sensitive_path_read"]);
 
 /**
  * Skills: `<dir>/<folder>/SKILL.md` files, read on demand with a cache so edits are picked up without a restart.
@@ -98,10 +114,15 @@ const RULES_INSIDE: ReadonlySet<FileGuardRuleId> = new Set(["file.magpie_state",
  * workspace is judged too (the agent can replace it with a symlink). Scanning has no owner to ask, so a Warn
  * is a refusal: the folder is listed as refused with the rule ID and `invoke_skill` returns that refusal.
  * Magpie's own state is judged from its path alone and never opened (no readdir, no open).
+ *
+ * Pinned skills (`skills.requireApproval`): each skill folder is hashed (SKILL.md and every other file, see
+ * snapshotSkill) and compared with the hash an owner approved; a new or changed skill is listed as unapproved and
+ * never offered. `load` hashes the folder again and returns the text of that very read.
  */
 export class SkillCatalog {
   private readonly cache = new Map<string, CacheEntry>();
   private readonly reported = new Set<string>();
+  private readonly snapshots = new SnapshotCache();
 
   constructor(private readonly options: SkillCatalogOptions) {}
 
@@ -109,12 +130,29 @@ export class SkillCatalog {
     return this.options.dirs;
   }
 
-  /** Every skill, sorted into available, hidden, broken and refused; files that changed are judged and read again. */
-  async list(): Promise<SkillListing> {
-    const listing: SkillListing = { available: [], hidden: [], problems: [], refused: [] };
-    const seen = new Set<string>();
+  /** True when only approved skills load (`skills.requireApproval`). */
+  get approvalRequired(): boolean {
+    return this.options.approval?.required() ?? false;
+  }
+
+  /**
+   * Every skill, sorted into available, hidden, unapproved, broken, shadowed and refused; files that changed are
+   * judged and read again. `hashes` takes every skill's content hash even when approval is not required.
+   */
+  async list(options: { hashes?: boolean } = {}): Promise<SkillListing> {
+    const listing: SkillListing = {
+      available: [],
+      hidden: [],
+      problems: [],
+      refused: [],
+      unapproved: [],
+      duplicates: [],
+    };
+    const seen = new Map<string, Skill>();
     const scope = this.options.guard.scope();
     const level = this.options.guard.level();
+    const required = this.approvalRequired;
+    const hashing = required || options.hashes === true;
     for (const dir of this.options.dirs) {
       const root = await this.openRoot(dir, scope, level, listing);
       if (!root) continue;
@@ -130,11 +168,34 @@ export class SkillCatalog {
           listing.problems.push(parsed);
           continue;
         }
-        if (seen.has(parsed.name)) continue;
-        seen.add(parsed.name);
-        const missing = this.missing(parsed);
-        if (missing.length > 0) listing.hidden.push({ skill: parsed, missing });
-        else listing.available.push(parsed);
+        // Names are looked up case-insensitively, so `Deploy` after `deploy` is the same skill: the first wins.
+        const shadowedBy = seen.get(parsed.name.toLowerCase());
+        if (shadowedBy) {
+          listing.duplicates.push({ skill: parsed, shadowedBy });
+          continue;
+        }
+        seen.set(parsed.name.toLowerCase(), parsed);
+        let skill = parsed;
+        if (hashing) {
+          const hashed = this.hashed(parsed, await this.snapshot(parsed, root.real, scope, level, true));
+          if ("rule" in hashed) {
+            this.refuse(hashed, listing);
+            continue;
+          }
+          if (!("name" in hashed)) {
+            listing.problems.push(hashed);
+            continue;
+          }
+          skill = hashed;
+          const unapproved = required ? this.unapproved(hashed) : null;
+          if (unapproved) {
+            listing.unapproved.push(unapproved);
+            continue;
+          }
+        }
+        const missing = this.missing(skill);
+        if (missing.length > 0) listing.hidden.push({ skill, missing });
+        else listing.available.push(skill);
       }
     }
     return listing;
@@ -157,6 +218,127 @@ export class SkillCatalog {
   }
 
   /**
+   * A skill to hand to the model, by name (case-insensitive); undefined when no skill or folder has that name.
+   * With approval required the folder is hashed afresh (no cache) and the text returned is the one of that read,
+   * so a file swapped after the listing is caught: what is returned is what was checked.
+   */
+  async load(name: string): Promise<SkillLoad | undefined> {
+    const wanted = name.trim().toLowerCase();
+    const listing = await this.list();
+    const unapproved = listing.unapproved.find((entry) => entry.skill.name.toLowerCase() === wanted);
+    if (unapproved) return { unapproved };
+    const skill = listing.available.find((entry) => entry.name.toLowerCase() === wanted);
+    if (!skill) {
+      const refusal = listing.refused.find((entry) => entry.folder.toLowerCase() === wanted);
+      return refusal ? { refusal } : undefined;
+    }
+    if (!this.approvalRequired) return { skill };
+    const checked = await this.fresh(skill);
+    if ("rule" in checked) return { refusal: checked };
+    if (!("name" in checked)) return { problem: checked };
+    const changed = this.unapproved(checked);
+    return changed ? { unapproved: changed } : { skill: checked };
+  }
+
+  /**
+   * Records the current content hash of the skill of that name (the one that would load: the first of its name),
+   * hashed afresh. Approval never overrides the file guard: a refused folder or a broken file can't be approved.
+   */
+  async approve(
+    name: string,
+    approvedBy: string,
+    now = Date.now(),
+  ): Promise<{ approval: SkillApproval; files: string[] } | { error: string }> {
+    const approvals = this.options.approval?.approvals;
+    if (!approvals) return { error: "skill approvals are not set up in this Magpie" };
+    const wanted = name.trim().toLowerCase();
+    const listing = await this.list();
+    const skill = [
+      ...listing.available,
+      ...listing.hidden.map((entry) => entry.skill),
+      ...listing.unapproved.map((entry) => entry.skill),
+    ].find((entry) => entry.name.toLowerCase() === wanted);
+    if (!skill) {
+      const refusal = listing.refused.find((entry) => entry.folder.toLowerCase() === wanted);
+      if (refusal)
+        return {
+          error: `skill folder '${refusal.folder}' is refused by ${refusal.rule}, it can't be approved`,
+        };
+      const problem = listing.problems.find((entry) => folderOf(entry.file).toLowerCase() === wanted);
+      if (problem) return { error: `${problem.file} is broken: ${problem.error}` };
+      const names = [...listing.available, ...listing.hidden.map((entry) => entry.skill)]
+        .concat(listing.unapproved.map((entry) => entry.skill))
+        .map((entry) => entry.name);
+      return {
+        error: `there is no skill named '${name.trim()}'${names.length > 0 ? ` (skills: ${names.join(", ")})` : ""}`,
+      };
+    }
+    const scope = this.options.guard.scope();
+    const level = this.options.guard.level();
+    const result = await this.snapshot(skill, realRootOf(skill), scope, level, false);
+    const checked = this.hashed(skill, result);
+    if ("rule" in checked)
+      return {
+        error: `${checked.file} is refused by ${checked.rule}, it can't be approved: ${checked.reason}`,
+      };
+    if (!("name" in checked)) return { error: `${checked.file}: ${checked.error}` };
+    const approval: SkillApproval = {
+      name: checked.name,
+      hash: checked.hash,
+      file: checked.file,
+      approvedBy,
+      approvedAt: now,
+    };
+    approvals.record(approval);
+    return { approval, files: "snapshot" in result ? result.snapshot.files : [] };
+  }
+
+  /** The skill hashed afresh, with no cache: for `load`. */
+  private async fresh(skill: Skill): Promise<(Skill & { hash: string }) | SkillRefusal | SkillProblem> {
+    const scope = this.options.guard.scope();
+    const level = this.options.guard.level();
+    return this.hashed(skill, await this.snapshot(skill, realRootOf(skill), scope, level, false));
+  }
+
+  private snapshot(
+    skill: Skill,
+    rootReal: string,
+    scope: PathScope,
+    level: SecurityLevel,
+    cached: boolean,
+  ): Promise<SnapshotResult> {
+    return snapshotSkill(
+      path.dirname(skill.file),
+      rootReal,
+      scope,
+      level,
+      cached ? this.snapshots : undefined,
+    );
+  }
+
+  /** The skill as the snapshot read it (front matter and text from the hashed bytes), or why not. */
+  private hashed(
+    skill: Skill,
+    result: SnapshotResult,
+  ): (Skill & { hash: string }) | SkillRefusal | SkillProblem {
+    if ("refusal" in result) return { ...result.refusal, dir: skillDirOf(skill.file) };
+    if ("problem" in result) return { file: skill.file, error: result.problem };
+    const parsed = parseSkill(skill.file, result.snapshot.skillText);
+    if (!("name" in parsed)) return parsed;
+    // Its name changed between the scan and the hash: the next scan sees it as what it now is.
+    if (parsed.name.toLowerCase() !== skill.name.toLowerCase())
+      return { file: skill.file, error: `SKILL.md changed while it was read (now named '${parsed.name}')` };
+    return { ...parsed, hash: result.snapshot.hash };
+  }
+
+  /** Null when the skill's hash is the approved one. */
+  private unapproved(skill: Skill & { hash: string }): UnapprovedSkill | null {
+    const approval = this.options.approval?.approvals.get(skill.name);
+    if (approval?.hash === skill.hash) return null;
+    return approval ? { skill, state: "changed", approval } : { skill, state: "new" };
+  }
+
+  /**
    * A skills directory's entries, or null when it is missing or refused. A directory in the workspace is judged in
    * full; one configured in `skills.dirs` is the owner's choice, judged only for Magpie's state and key files.
    */
@@ -172,9 +354,9 @@ export class SkillCatalog {
     const findings = judgePath(resolved, "read", level, scope).filter(
       (finding) => inWorkspace || RULES_INSIDE.has(finding.rule.id),
     );
-    const refusal = this.refusal(findings, dir, dir, resolved.real, false);
+    const refusal = refusalOf(findings, dir, dir, resolved.real, false);
     if (refusal) {
-      this.refuse(refusal, listing);
+      this.refuse({ ...refusal, dir }, listing);
       return null;
     }
     try {
@@ -192,37 +374,17 @@ export class SkillCatalog {
   ): Promise<Skill | SkillProblem | SkillRefusal | null> {
     const file = path.join(root.dir, entry, "SKILL.md");
     // realpath and stat only look (neither opens the file): Magpie's state is judged before anything is opened.
-    let real: string;
-    let stat: Stats;
-    try {
-      real = realpathSync.native(file);
-      stat = statSync(real);
-    } catch {
+    const judged = await judgeSkillPath(file, entry, root.real, scope, level);
+    // Only regular files are read (a FIFO would block, a device would never end).
+    if (!judged?.stat.isFile()) {
       this.cache.delete(file);
       return null;
     }
-    // Only regular files are read (a FIFO would block, a device would never end).
-    if (!stat.isFile()) return null;
-    const hardLinked = stat.nlink > 1;
-    let findings: GuardFinding[];
-    if (!hardLinked && isWithin(real, root.real)) {
-      // Inside its skills directory (the common case, checked without the full resolution): only the rules
-      // that hold anywhere apply.
-      const inside = { requested: file, lexical: file, real, exists: true, isDirectory: false, hardLinked };
-      findings = judgePath({ ...inside, insideWorkspace: true }, "read", level, scope).filter((finding) =>
-        RULES_INSIDE.has(finding.rule.id),
-      );
-    } else {
-      // Led outside, or another name of a file that may live anywhere: judged as any file read.
-      const resolved = await resolveToolPath(file, scope).catch(() => null);
-      if (resolved?.real !== real) return null;
-      findings = judgePath(resolved, "read", level, scope);
-    }
-    const refusal = this.refusal(findings, entry, file, real, hardLinked);
-    if (refusal) {
+    if (judged.refusal) {
       this.cache.delete(file);
-      return refusal;
+      return { ...judged.refusal, dir: root.dir };
     }
+    const { stat } = judged;
     const cached = this.cache.get(file);
     if (
       cached &&
@@ -232,35 +394,12 @@ export class SkillCatalog {
       cached.size === stat.size
     )
       return cached.parsed;
-    const text = await readJudged(real, stat);
-    if (text === null) return null;
-    const parsed = parseSkill(file, text);
+    const bytes = await readJudged(judged.real, stat);
+    if (bytes === null) return null;
+    const parsed = parseSkill(file, bytes.toString("utf8"));
     this.cache.set(file, { dev: stat.dev, ino: stat.ino, mtimeMs: stat.mtimeMs, size: stat.size, parsed });
     if (!("name" in parsed)) this.options.onProblem?.(parsed);
     return parsed;
-  }
-
-  /** The refusal for the strictest finding; Warn refuses too, as nobody can be asked while scanning. */
-  private refusal(
-    findings: GuardFinding[],
-    folder: string,
-    file: string,
-    real: string,
-    hardLinked: boolean,
-  ): SkillRefusal | null {
-    const worst = strictest(findings);
-    if (!worst || worst.verdict === "allow") return null;
-    const how = hardLinked
-      ? "is hard-linked (another name for it may live anywhere)"
-      : real === path.resolve(file)
-        ? `is ${worst.path}`
-        : `resolves to ${worst.path}`;
-    return {
-      folder,
-      file,
-      rule: worst.rule.id,
-      reason: `${how}: ${worst.rule.why} (${worst.verdict === "warn" ? "Warn: needs an owner, and none is asked while skills are scanned" : "Deny"}; not loaded)`,
-    };
   }
 
   private refuse(refusal: SkillRefusal, listing: SkillListing): void {
@@ -280,29 +419,22 @@ export class SkillCatalog {
   }
 }
 
-/**
- * Reads the file that was judged: opened without following a symlink and without blocking, and read only when it
- * is still the same regular file (device and inode), so a swap between the check and the open is not read.
- */
-async function readJudged(real: string, judged: Stats): Promise<string | null> {
-  let handle: fs.FileHandle;
+/** The folder a SKILL.md is in (its name in the skills directory). */
+export function folderOf(file: string): string {
+  return path.basename(path.dirname(file));
+}
+
+/** The skills directory a SKILL.md was found in, as configured. */
+export function skillDirOf(file: string): string {
+  return path.dirname(path.dirname(file));
+}
+
+/** The real path of a skill's skills directory (the one its files are judged against). */
+function realRootOf(skill: Skill): string {
   try {
-    handle = await fs.open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    return realpathSync.native(skillDirOf(skill.file));
   } catch {
-    return null;
-  }
-  try {
-    const opened = await handle.stat();
-    if (
-      !opened.isFile() ||
-      opened.dev !== judged.dev ||
-      opened.ino !== judged.ino ||
-      opened.nlink !== judged.nlink
-    )
-      return null;
-    return await handle.readFile("utf8");
-  } finally {
-    await handle.close();
+    return skillDirOf(skill.file);
   }
 }
 

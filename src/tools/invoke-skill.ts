@@ -1,8 +1,13 @@
 import { z } from "zod";
+import { ToolError } from "../core/tool-error.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
 import { defineTool } from "./define-tool.js";
 
-/** `invoke_skill {skill_name}`: a skill's full SKILL.md, or the list of skills when the name is unknown. */
+/**
+ * `invoke_skill {skill_name}`: a skill's full SKILL.md, or the list of skills when the name is unknown. With
+ * `skills.requireApproval` a new or changed skill is refused with the fix (an owner's `/skills approve <name>`);
+ * there is deliberately no tool that approves.
+ */
 export const invokeSkillTool = defineTool({
   name: "invoke_skill",
   description:
@@ -12,13 +17,26 @@ export const invokeSkillTool = defineTool({
   execute: async ({ skill_name }, context) => {
     const catalog = context.services.skills;
     if (!catalog) return "Skills are not set up in this Magpie.";
-    const found = await catalog.find(skill_name);
-    if (found && "text" in found) return `Skill '${found.name}' (${found.file}):\n\n${found.text}`;
+    const found = await catalog.load(skill_name);
+    if (found && "skill" in found)
+      return `Skill '${found.skill.name}' (${found.skill.file}):\n\n${found.skill.text}`;
     // A folder the file guard refused while scanning: the refusal, never the file.
-    if (found)
+    if (found && "refusal" in found)
       throw new GuardRefusal(
-        found.rule,
-        `Skill folder '${found.folder}' was not loaded: refused by ${found.rule} — ${found.file} ${found.reason}. Ask the owner to copy the skill into the skills directory if it is wanted.`,
+        found.refusal.rule,
+        `Skill folder '${found.refusal.folder}' was not loaded: refused by ${found.refusal.rule} — ${found.refusal.file} ${found.refusal.reason}. Ask the owner to copy the skill into the skills directory if it is wanted.`,
+      );
+    if (found && "unapproved" in found) {
+      const { skill, state } = found.unapproved;
+      throw new GuardRefusal(
+        "skill.not_approved",
+        `Skill '${skill.name}' is not loaded: ${state === "changed" ? "its files changed since an owner approved it" : "it is new and no owner has approved it"} (skills.requireApproval). An owner can load it with /skills approve ${skill.name} (or magpie skills approve ${skill.name}) after reading it.`,
+      );
+    }
+    if (found)
+      throw new ToolError(
+        "skill.unreadable",
+        `Skill '${skill_name}' could not be read: ${found.problem.error}. Try again.`,
       );
     const names = (await catalog.list()).available.map(
       (entry) => `- ${entry.name}: ${entry.description.split("\n")[0]}`,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { unpinnedPackage } from "../../mcp/package-pin.js";
 import { positiveInt } from "./common.js";
 
 const serverName = z
@@ -51,6 +52,9 @@ export const mcpServerSchema = z
           });
       }
     }
+    // Pinned supply chain: a launcher that fetches a package at start must name one exact version.
+    const unpinned = server.command ? unpinnedPackage(server.command, server.args) : null;
+    if (unpinned) context.addIssue({ code: "custom", path: ["args"], message: unpinned });
     if (server.command && Object.keys(server.headers).length > 0)
       context.addIssue({
         code: "custom",
@@ -65,6 +69,11 @@ export const mcpServersSchema = z.record(serverName, mcpServerSchema).default({}
 export const skillsSchema = z
   .strictObject({
     dirs: z.array(z.string().min(1)).default([]),
+    /**
+     * Only skills whose content an owner approved (`magpie skills approve <name>`, `/skills approve <name>`) load;
+     * a new or changed skill is listed as not loaded until approved.
+     */
+    requireApproval: z.boolean().default(false),
   })
   .prefault({});
 
