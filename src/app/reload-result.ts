@@ -15,13 +15,18 @@ const outcomeSchema = z.object({
   /** The file's problems, one per key path (an invalid file changes nothing). */
   problems: z.array(z.string()),
   applied: z.array(z.string()),
+  /**
+   * A signal reload of a file the watcher had already applied when it was saved: what that reload applied (so
+   * `magpie reload` right after saving still says what changed).
+   */
+  appliedOnSave: z.array(z.string()).default([]),
   /** Restart-only keys that changed, each with the value the running Magpie keeps (secrets shown as [REDACTED]). */
   needsRestart: z.array(z.object({ path: z.string(), running: z.string() })),
   failures: z.array(z.object({ part: z.string(), error: z.string() })),
 });
 
 /** The last reload's outcome, as the running Magpie writes it to `<dataDir>/reload-result.json`. */
-export type ReloadOutcome = z.infer<typeof outcomeSchema>;
+export type ReloadOutcome = z.output<typeof outcomeSchema>;
 
 export function reloadResultFile(dataDir: string): string {
   return path.join(dataDir, "reload-result.json");
@@ -54,7 +59,12 @@ export function describeReloadOutcome(outcome: ReloadOutcome): string[] {
     ];
   }
   const lines: string[] = [];
-  if (outcome.applied.length === 0 && outcome.needsRestart.length === 0) lines.push("  nothing changed");
+  const nothing = [outcome.applied, outcome.appliedOnSave, outcome.needsRestart].every(
+    (list) => list.length === 0,
+  );
+  if (nothing) lines.push("  nothing changed");
+  if (outcome.appliedOnSave.length > 0)
+    lines.push(`  applied when the file was saved: ${outcome.appliedOnSave.join(", ")}`);
   if (outcome.applied.length > 0) lines.push(`  applied: ${outcome.applied.join(", ")}`);
   for (const { path: keyPath, running } of outcome.needsRestart)
     lines.push(`  needs a restart: ${keyPath} (still ${running})`);

@@ -36,6 +36,8 @@ export class ConfigReloader {
   private timer: NodeJS.Timeout | null = null;
   /** A fingerprint of the watched files as last read: a write that changes nothing is no reload. */
   private seen = "";
+  /** The last reload that changed something, and the files' fingerprint it read. */
+  private lastApplied: { fingerprint: string; applied: string[] } | null = null;
   /** The problems the owner was last told about: the same broken file is not reported twice. */
   private toldProblems = "";
   private closed = false;
@@ -122,10 +124,19 @@ export class ConfigReloader {
 
   private async reload(source: ReloadSource, requestedAt: number): Promise<ReloadOutcome> {
     const { logger } = this.options;
-    const base = { source, requestedAt, problems: [], applied: [], needsRestart: [], failures: [] };
+    const base = {
+      source,
+      requestedAt,
+      problems: [],
+      applied: [],
+      appliedOnSave: [],
+      needsRestart: [],
+      failures: [],
+    };
     let next: MagpieConfig;
+    const fingerprint = this.files.length > 0 ? this.fingerprint() : null;
     try {
-      if (this.files.length > 0) this.seen = this.fingerprint();
+      if (fingerprint !== null) this.seen = fingerprint;
       next = this.options.load();
     } catch (error) {
       const problems =
@@ -146,10 +157,18 @@ export class ConfigReloader {
     if (needsRestart.length > 0) {
       logger.warn({ needsRestart: result.needsRestart }, "config-reload-needs-restart");
     }
+    const earlier = this.lastApplied;
+    const appliedOnSave =
+      result.applied.length === 0 && fingerprint !== null && earlier?.fingerprint === fingerprint
+        ? earlier.applied
+        : [];
+    if (result.applied.length > 0 && fingerprint !== null)
+      this.lastApplied = { fingerprint, applied: result.applied };
     return this.record({
       ...base,
       ok: result.failures.length === 0,
       applied: result.applied,
+      appliedOnSave,
       needsRestart,
       failures: result.failures,
       finishedAt: this.now(),
