@@ -164,6 +164,46 @@ describe("reload: channels", () => {
     await waitFor(() => telegramReplies(telegram).length === 2, "an answer on the previous settings");
   });
 
+  it("attack: after a webhook secret is rotated by a reload, the old secret is refused (401); a removed channel's route is gone (404)", async () => {
+    const { testApp, telegram, telegramSection, reload } = await rig();
+    const webhook = (secret: string) => telegramSection({ mode: "webhook", webhookSecret: secret });
+    await reload({ telegram: webhook("old-hook-secret") });
+    const update = (id: number, text: string) =>
+      JSON.stringify({
+        update_id: id,
+        message: {
+          message_id: id,
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: OWNER.id, type: "private" },
+          from: { ...OWNER, is_bot: false },
+          text,
+        },
+      });
+    const post = (body: string, secret: string) =>
+      fetch(`${testApp.url}/telegram/webhook`, {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
+      });
+    expect((await post(update(1, "first"), "old-hook-secret")).status).toBe(200);
+
+    // The rotated secret: the server's router keeps the first handler of a path, so without the channels' route
+    // table the stopped adapter (with the old secret) would still take the updates.
+    const rotated = await reload({ telegram: webhook("new-hook-secret") });
+    expect(rotated.failures).toEqual([]);
+    expect((await post(update(2, "forged"), "old-hook-secret")).status).toBe(401);
+    expect((await post(update(3, "real"), "new-hook-secret")).status).toBe(200);
+
+    await reload({});
+    expect((await post(update(4, "late"), "new-hook-secret")).status).toBe(404);
+    await waitFor(() => telegramReplies(telegram).length === 2, "answers to the two accepted updates");
+    const stored = testApp.app.store.db
+      .prepare("SELECT message_id FROM inbox WHERE channel = 'telegram' ORDER BY id")
+      .pluck()
+      .all();
+    expect(stored).toEqual([`${OWNER.id}:1`, `${OWNER.id}:3`]);
+  });
+
   it("a Telegram update in flight during a restart is neither lost nor answered twice", async () => {
     const { testApp, telegram, telegramSection, reload } = await rig();
     // Hold every inbound message at the router's door: the old poller is mid-batch when the restart comes.
