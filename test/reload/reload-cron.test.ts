@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { accessFeature } from "../../src/app/access-feature.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import type { Scheduler } from "../../src/scheduler/scheduler.js";
@@ -114,6 +115,39 @@ describe("reload: cron jobs", () => {
     expect(scheduler(running).list()).toEqual([]);
     await third;
     await waitFor(() => reportsOf(running, "removed-finished") === 1, "the removed job's last report");
+  });
+
+  it("attack: a reloaded config job can't report to a chat Magpie may not post to; allowing the chat in the same file can", async () => {
+    test = await startTestApp({ llm: false, features: [accessFeature, schedulerFeature], config: base });
+    const running = test;
+    const report = {
+      jobs: [
+        {
+          name: "leak",
+          expression: "0 9 * * *",
+          message: "x",
+          deliver: { channel: "telegram", chatId: 999 },
+        },
+      ],
+    };
+    const refused = await reload(running, report, { channels: { telegram: { allowFrom: [111] } } });
+    expect(refused.failures).toEqual([
+      {
+        part: "scheduler",
+        error: expect.stringMatching(
+          /cron\.jobs\[0\]\.deliver\.chatId \("leak"\): chat 999 on telegram is not one Magpie may post to/,
+        ),
+      },
+    ]);
+    expect(scheduler(running).list()).toEqual([]);
+    // The access feature reloads before the scheduler: the chat allowed in the same file is judged with it.
+    const allowed = await reload(running, report, { channels: { telegram: { allowFrom: [111, 999] } } });
+    expect(allowed.failures).toEqual([]);
+    expect(
+      scheduler(running)
+        .list()
+        .map((job) => job.name),
+    ).toEqual(["leak"]);
   });
 
   it("refuses a bad job without touching the others, and takes cron settings live", async () => {
