@@ -57,6 +57,8 @@ export const RESTART_ONLY_KEYS = [
   "retention",
   // The SSRF-safe HTTP client is made once with the allowed private hosts.
   "security.ssrf",
+  // The skill catalog is built on its directories once (skills.requireApproval is read at each use).
+  "skills.dirs",
   // The spill store and the sandbox probe are made once.
   "tools.spillThresholdChars",
   "tools.shell.sandbox",

@@ -1,10 +1,11 @@
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../fakes/http-util.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
 import { FakeTelegram } from "../fakes/telegram.js";
-import { ShippedBot } from "./shipped-bot.js";
+import { runShippedCli, ShippedBot } from "./shipped-bot.js";
 
 /**
  * Reload without a restart through the shipped build: `magpie reload` prints what the running Magpie applied and
@@ -78,6 +79,22 @@ describe("shipped build: reload without a restart", () => {
     await Promise.all([telegram?.close(), llm?.close()]);
   });
 
+  it("magpie reload with no Magpie running says so (exit 1); an unknown flag prints the usage (exit 2)", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "magpie-reload-none-"));
+    try {
+      writeFileSync(path.join(dir, "magpie.yaml"), JSON.stringify({ dataDir: path.join(dir, "data") }));
+      const options = { cwd: dir, env: { PATH: process.env.PATH, HOME: dir } };
+      const none = await runShippedCli(["reload", "--config", path.join(dir, "magpie.yaml")], options);
+      expect(none.code).toBe(1);
+      expect(none.stderr).toContain(`No Magpie is running on ${path.join(dir, "data")}`);
+      const unknown = await runShippedCli(["reload", "--now"], options);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain("Usage: magpie reload");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it("magpie reload prints the applied keys and those that need a restart; the next turn uses the new prompt", async () => {
     save(
       config(
@@ -121,6 +138,33 @@ describe("shipped build: reload without a restart", () => {
     expect(bot.logsOf("config-reload-requested")).toHaveLength(requests);
     save(config({ systemPrompt: "Prompt v1." }, { channels: { telegram: telegramSection() } }));
     await waitFor(() => bot.logsOf("config-reloaded").length >= 2, "the fixed file reloaded", 10_000);
+  }, 60_000);
+
+  it("a changed .env is read again: a value it holds reaches the next turn", async () => {
+    const reloads = () => bot.logsOf("config-reloaded");
+    const saved = (after: number, what: string) => waitFor(() => reloads().length > after, what, 10_000);
+    let count = reloads().length;
+    save(
+      config(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the config file's own ${VAR} interpolation
+        { systemPrompt: "${MAGPIE_TEST_PROMPT:-Prompt v1.}" },
+        { channels: { telegram: telegramSection() } },
+      ),
+    );
+    await saved(count, "the file referring to .env reloaded");
+    count = reloads().length;
+    // No .env at start-up: created now, it is watched all the same.
+    writeFileSync(path.join(bot.dir, ".env"), "MAGPIE_TEST_PROMPT=Prompt from .env.\n");
+    await saved(count, "the new .env reloaded");
+    // The new .env is also Magpie's state from now on (hidden from the agent like the first).
+    expect(reloads().at(-1)).toMatchObject({ applied: ["agent.systemPrompt", "envFiles"] });
+    llm.script(reply.text("Answered from .env."));
+    telegram.pushMessage({ chat: { id: OWNER.id, type: "private" }, from: OWNER, text: "and now?" });
+    await waitFor(() => ownerTexts().includes("Answered from .env."), "the answer", 20_000);
+    expect(String(llm.requests.at(-1)!.messages[0]!.content)).toContain("Prompt from .env.");
+    count = reloads().length;
+    save(config({ systemPrompt: "Prompt v1." }, { channels: { telegram: telegramSection() } }));
+    await saved(count, "back to the plain prompt");
   }, 60_000);
 
   it("100 messages during a saved file, SIGHUP, magpie reload and an invalid file: each answered exactly once", async () => {
