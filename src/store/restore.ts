@@ -46,6 +46,11 @@ export interface RestoreOptions {
   migrations?: Migration[];
   /** Names the kept-aside copy: `magpie-<label>-<UTC time>.db` (default `before-restore`). */
   asideLabel?: string;
+  /**
+   * Accept migrations this release doesn't know: an upgrade's rollback puts back the very database the previous
+   * release ran with, whichever release runs the rollback.
+   */
+  allowNewer?: boolean;
   now?: Date;
 }
 
@@ -61,7 +66,11 @@ const pad = (version: number) => String(version).padStart(3, "0");
  * Checks that `file` is a whole Magpie database this release can run: SQLite's header, `integrity_check`, the
  * `schema_migrations` table, and no migration this release doesn't know (a backup from a newer release).
  */
-export function checkBackup(file: string, migrations: Migration[] = allMigrations): BackupCheck {
+export function checkBackup(
+  file: string,
+  migrations: Migration[] = allMigrations,
+  options: { allowNewer?: boolean } = {},
+): BackupCheck {
   const header = Buffer.alloc(SQLITE_HEADER.length);
   const descriptor = openSync(file, "r");
   let read: number;
@@ -121,7 +130,7 @@ export function checkBackup(file: string, migrations: Migration[] = allMigration
     const known = new Set(migrations.map((migration) => migration.version));
     const unknown = versions.filter((version) => !known.has(version)).sort((a, b) => a - b);
     const schemaVersion = Math.max(...versions);
-    if (unknown.length > 0) {
+    if (unknown.length > 0 && !options.allowNewer) {
       const newest = Math.max(...known);
       throw new RestoreError(
         "restore.newer_schema",
@@ -167,7 +176,7 @@ export async function restoreDatabase(options: RestoreOptions): Promise<RestoreR
   try {
     // COPYFILE_EXCL: a file (or link) already at the temporary name is never written through.
     copyFileSync(source, incoming, constants.COPYFILE_EXCL);
-    const check = checkBackup(incoming, options.migrations);
+    const check = checkBackup(incoming, options.migrations, { allowNewer: options.allowNewer });
     // A single file, whatever journal mode the backup had: Magpie turns WAL on again when it opens it.
     const copy = new Database(incoming, { fileMustExist: true });
     try {

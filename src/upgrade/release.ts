@@ -139,7 +139,15 @@ async function build(dir: string, logFile: string): Promise<void> {
       child.all?.pipe(log, { end: false });
       const result = await child;
       if (result.exitCode !== 0) {
-        const tail = (result.all ?? "").trim().split("\n").slice(-15).join("\n    ");
+        const lines = (result.all ?? "").trim().split("\n");
+        // The first error line says what broke; the last lines say how the command ended.
+        const firstError = lines.findIndex((line) => /error/i.test(line));
+        const excerpt = [
+          ...(firstError >= 0 ? lines.slice(firstError, firstError + 6) : []),
+          "…",
+          ...lines.slice(-6),
+        ];
+        const tail = excerpt.join("\n    ");
         throw new UpgradeError(
           "upgrade.build_failed",
           `${shown} failed in ${dir} (exit ${result.exitCode}):\n    ${tail}\n  Full output: ${logFile}`,

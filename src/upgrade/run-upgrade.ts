@@ -203,6 +203,7 @@ async function rollBack(context: {
       dataDir,
       file: snapshot.database,
       asideLabel: "failed-upgrade",
+      allowNewer: true,
     });
     say(`✓ Database put back from ${snapshot.database} (the failed one is kept at ${restored.previous}).`);
     for (const file of restoreFiles(snapshot)) say(`✓ Put back ${file}.`);
