@@ -270,7 +270,7 @@ export class SkillCatalog {
         .concat(listing.unapproved.map((entry) => entry.skill))
         .map((entry) => entry.name);
       return {
-        error: `there is no skill named '${name.trim()}'${names.length > 0 ? ` (skills: ${names.join(", ")})` : ""}`,
+        error: `there is no skill named '${shownName(name)}'${names.length > 0 ? ` (skills: ${names.join(", ")})` : ""}`,
       };
     }
     const scope = this.options.guard.scope();
@@ -417,6 +417,12 @@ export class SkillCatalog {
       ...skill.requires.env.filter((name) => !env[name]).map((name) => `variable ${name}`),
     ];
   }
+}
+
+/** A name as typed, cut short for a reply: a skill's name is at most 64 characters, so more is never one. */
+export function shownName(name: string): string {
+  const trimmed = name.trim();
+  return trimmed.length > 80 ? `${trimmed.slice(0, 80)}…` : trimmed;
 }
 
 /** The folder a SKILL.md is in (its name in the skills directory). */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ToolError } from "../core/tool-error.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
+import { shownName } from "../skills/skill-catalog.js";
 import { defineTool } from "./define-tool.js";
 
 /**
@@ -36,13 +37,13 @@ export const invokeSkillTool = defineTool({
     if (found)
       throw new ToolError(
         "skill.unreadable",
-        `Skill '${skill_name}' could not be read: ${found.problem.error}. Try again.`,
+        `Skill '${shownName(skill_name)}' could not be read: ${found.problem.error}. Try again.`,
       );
     const names = (await catalog.list()).available.map(
       (entry) => `- ${entry.name}: ${entry.description.split("\n")[0]}`,
     );
     return names.length > 0
-      ? `There is no skill named '${skill_name}'. Skills:\n${names.join("\n")}`
-      : `There is no skill named '${skill_name}', and no skills are available.`;
+      ? `There is no skill named '${shownName(skill_name)}'. Skills:\n${names.join("\n")}`
+      : `There is no skill named '${shownName(skill_name)}', and no skills are available.`;
   },
 });

@@ -297,6 +297,20 @@ describe("pinned skills (skills.requireApproval)", () => {
     expect((await catalog.list()).duplicates.map((entry) => entry.skill.name)).toContain("DEPLOY");
   });
 
+  it("a 1 MB name to /skills approve or invoke_skill is answered quickly, and not echoed back whole", async () => {
+    const { skills } = await start();
+    writeSkill(skills, "deploy", skill("deploy"));
+    const huge = "x".repeat(1_000_000);
+    const started = performance.now();
+    const approved = await slash(`approve ${huge}`);
+    const invoked = await invoke(huge);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(approved).toContain("there is no skill named 'xxxx");
+    expect(approved.length).toBeLessThan(300);
+    expect(invoked.length).toBeLessThan(400);
+    expect(await slash(`approve deploy ${huge}`)).toContain("Usage: /skills");
+  });
+
   it("with requireApproval off every skill loads, and the hash is stable across catalogs and file creation order", async () => {
     const { skills } = await start(false);
     writeSkill(skills, "one", skill("one"), { "b.sh": "b", "a.sh": "a", "sub/c.sh": "c" });
