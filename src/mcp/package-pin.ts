@@ -7,19 +7,20 @@ import path from "node:path";
  * pinned to one version"; it is a few rules over argv, so no npm/PEP 440 parser library is pulled in for it.
  */
 
-/** Why a server's command is refused, with the fix; null when it is pinned or no launcher is involved. */
+/**
+ * Why a server's command is refused, with the fix; null when it is pinned or no launcher is involved. Every word
+ * of the command line that names a launcher starts a launch that is checked, wherever it stands: behind a wrapper
+ * (`env -u X npx …`, `nice`, `timeout 60`, `sudo`) or inside a shell line (`sh -c "cd /srv && exec npx …"`, whose
+ * words are split without quoting rules — a quoted spec keeps its quotes and fails the version check, so a quoted
+ * launcher line is refused, never waved through).
+ */
 export function unpinnedPackage(command: string, args: readonly string[]): string | null {
-  const { words, shell } = unwrap([command, ...args]);
-  if (!shell) {
-    const launcher = launcherOf(words);
-    return launcher ? launcher.check(launcher.rest) : null;
-  }
-  // A shell line may start its launcher anywhere (`cd /srv && exec npx …`): every launcher in it is checked.
+  const words = [command, ...args].flatMap((word) => word.split(/[\s;&|()`]+/).filter(Boolean));
   let launchers = 0;
   for (let index = 0; index < words.length; index++) {
     if (!LAUNCHERS.has(programOf(words[index]!))) continue;
-    if (++launchers > MAX_SHELL_LAUNCHERS)
-      return `the shell line starts more than ${MAX_SHELL_LAUNCHERS} package launchers — run the server's program directly, with an exact version`;
+    if (++launchers > MAX_LAUNCHERS)
+      return `the command line names more than ${MAX_LAUNCHERS} package launchers — run the server's program directly, with an exact version`;
     const launcher = launcherOf(words.slice(index));
     const problem = launcher?.check(launcher.rest);
     if (problem) return problem;
@@ -39,7 +40,7 @@ const LAUNCHERS: ReadonlySet<string> = new Set([
   "uv",
   "pipx",
 ]);
-const MAX_SHELL_LAUNCHERS = 16;
+const MAX_LAUNCHERS = 16;
 
 interface Launcher {
   rest: string[];
@@ -49,32 +50,6 @@ interface Launcher {
 /** Program name without directory or Windows suffix: `/usr/bin/npx`, `npx.cmd` → `npx`. */
 function programOf(word: string): string {
   return path.basename(word).replace(/\.(cmd|exe|ps1|bat)$/i, "");
-}
-
-/**
- * Takes off wrappers that only change the environment (`env VAR=1 npx …`, `exec`, `nohup`), and splits a shell's
- * `-c` string into words (no quoting rules: a quoted spec keeps its quotes and fails the version check, so a quoted
- * launcher line is refused, never waved through).
- */
-function unwrap(argv: string[]): { words: string[]; shell: boolean } {
-  let words = argv;
-  for (let depth = 0; depth < 4; depth++) {
-    const program = programOf(words[0] ?? "");
-    if (program === "env" || program === "exec" || program === "nohup") {
-      let index = 1;
-      while (index < words.length && (words[index]!.includes("=") || words[index]!.startsWith("-"))) index++;
-      words = words.slice(index);
-      continue;
-    }
-    if (["sh", "bash", "dash", "zsh", "ash"].includes(program)) {
-      const flag = words.findIndex((word, index) => index > 0 && /^-[a-z]+$/.test(word) && word.includes("c"));
-      const script = flag > 0 ? words[flag + 1] : undefined;
-      if (script === undefined) return { words, shell: false };
-      return { words: script.split(/[\s;&|()]+/).filter(Boolean), shell: true };
-    }
-    return { words, shell: false };
-  }
-  return { words, shell: false };
 }
 
 function launcherOf(argv: string[]): Launcher | null {

@@ -72,6 +72,11 @@ describe("MCP stdio servers started through a package launcher must pin an exact
     ["uv tool run", "uv", ["tool", "run", "mcp-server-fetch"]],
     ["pipx run", "pipx", ["run", "mcp-server-fetch"]],
     ["env wrapper", "env", ["NODE_ENV=production", "npx", FS]],
+    ["env -u NAME wrapper", "env", ["-u", "HOME", "npx", FS]],
+    ["env -S split string", "env", ["-S", `npx -y ${FS}`]],
+    ["nice / timeout wrappers", "nice", ["-n", "10", "timeout", "60", "npx", FS]],
+    ["sudo wrapper", "/usr/bin/sudo", ["-u", "mcp", "uvx", "mcp-server-fetch"]],
+    ["a second launcher in a shell line", "sh", ["-c", `npx ${FS}@2025.8.21 && npx evil`]],
     ["a shell -c line", "sh", ["-c", `npx -y ${FS} /srv`]],
     ["bash -lc", "bash", ["-lc", `exec npx ${FS}`]],
   ];
@@ -102,6 +107,8 @@ describe("MCP stdio servers started through a package launcher must pin an exact
     ["uv tool run", "uv", ["tool", "run", "mcp-server-fetch@2025.4.7"]],
     ["a program that is no launcher", "node", ["server.js"]],
     ["npm run (not a fetch)", "npm", ["run", "mcp"]],
+    ["env wrapper, pinned", "env", ["-u", "HOME", "npx", `${FS}@2025.8.21`]],
+    ["a shell line, pinned", "sh", ["-c", `cd /srv && exec npx -y ${FS}@2025.8.21 /srv`]],
   ];
   it.each(accepted)("accepts %s", (_label, command, args) => {
     expect(unpinnedPackage(command, args)).toBeNull();
