@@ -102,7 +102,10 @@ describe("docs: every fenced magpie command runs as documented", () => {
       // Explicit, so doctor's sandbox line does not depend on the machine's probe.
       tools: { shell: { sandbox: SANDBOX ? "bwrap" : "off" } },
     };
-    bot = await ShippedBot.start({ config });
+    // The skill the pages approve (docs/tools-and-security.md's example, without its requirements).
+    const skill =
+      "---\nname: deploy-site\ndescription: Build the site and upload it with rsync\n---\n1. Run `npm run build`.\n";
+    bot = await ShippedBot.start({ config, files: { "workspace/skills/deploy-site/SKILL.md": skill } });
 
     // `magpie` on the PATH, as after `npm link`: the built CLI (with the shipped tests' chunk recorder).
     bin = path.join(bot.dir, "bin");
