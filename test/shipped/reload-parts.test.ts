@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signWebhook } from "../../src/triggers/webhook-handler.js";
 import { DISCORD_USER, FakeDiscord } from "../fakes/discord.js";
 import { waitFor } from "../fakes/http-util.js";
 import { FakeTelegram } from "../fakes/telegram.js";
@@ -9,12 +10,13 @@ import { ShippedBot } from "./shipped-bot.js";
 
 /**
  * The parts a reload takes over, through the shipped build: the config file is rewritten and the running Magpie gets
- * SIGHUP — a new cron job shows in `magpie cron list`, a new Discord channel answers (and is in /readyz), a removed
+ * SIGHUP — a new cron job shows in `magpie cron list`, a new webhook trigger fires, a new Discord channel answers (and is in /readyz), a removed
  * MCP server is gone from `/mcp` and its process exits, and a removed channel's route is quiet. No LLM: slash
  * commands and the no-model notice are the answers.
  */
 
 const OWNER = { id: 601, first_name: "Alice" };
+const HOOK_SECRET = "h".repeat(32);
 
 describe("shipped build: reload applies cron jobs, channels and MCP servers", () => {
   let telegram: FakeTelegram;
@@ -59,6 +61,20 @@ describe("shipped build: reload applies cron jobs, channels and MCP servers", ()
           return false;
         }
       });
+  /** A signed `POST /hooks/<name>`; returns the status. */
+  const hook = async (name: string, body: string) => {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const response = await fetch(`${bot.url}/hooks/${name}`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-magpie-timestamp": String(timestamp),
+        "x-magpie-signature": signWebhook(HOOK_SECRET, timestamp, body),
+      },
+      body,
+    });
+    return response.status;
+  };
   const alive = (processId: number) => {
     try {
       process.kill(processId, 0);
@@ -89,10 +105,11 @@ describe("shipped build: reload applies cron jobs, channels and MCP servers", ()
     await Promise.all([telegram?.close(), discord?.close()]);
   });
 
-  it("SIGHUP after a rewrite: the new job is listed, the new channel answers, the removed MCP server is gone", async () => {
+  it("SIGHUP after a rewrite: the new job is listed, the new trigger fires, the new channel answers, the removed MCP server is gone", async () => {
     expect(everythingProcesses()).toHaveLength(1);
     const cronBefore = await bot.cli(["cron", "list"]);
     expect(cronBefore.stdout).not.toContain("nightly-report");
+    expect(await hook("deployed", '{"repo":"before"}')).toBe(404);
     const reloads = bot.logsOf("config-reloaded").length;
 
     save({
@@ -101,6 +118,13 @@ describe("shipped build: reload applies cron jobs, channels and MCP servers", ()
         discord: { token: discord.validToken, apiBase: discord.apiBase, allowFrom: [DISCORD_USER.id] },
       },
       mcpServers: {},
+      triggers: {
+        deployed: {
+          on: { webhook: { secret: HOOK_SECRET } },
+          do: { message: "Deployed {{event.payload.repo}}." },
+          deliver: { channel: "telegram", chat_id: OWNER.id },
+        },
+      },
       cron: {
         jobs: [
           {
@@ -123,7 +147,13 @@ describe("shipped build: reload applies cron jobs, channels and MCP servers", ()
       30_000,
     );
     expect(reloaded).toMatchObject({ failures: [] });
-    expect(reloaded.applied).toEqual(expect.arrayContaining(["cron.jobs", "mcpServers.every"]));
+    expect(reloaded.applied).toEqual(
+      expect.arrayContaining(["cron.jobs", "mcpServers.every", "triggers.deployed"]),
+    );
+
+    // The new trigger's webhook answers and its message reaches the owner.
+    expect(await hook("deployed", '{"repo":"magpie"}')).toBe(202);
+    await waitFor(() => ownerTexts().includes("Deployed magpie."), "the trigger's message", 20_000);
 
     // The cron job from the file, through the built CLI.
     const cron = await bot.cli(["cron", "list"]);
