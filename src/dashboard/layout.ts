@@ -69,6 +69,7 @@ small, .muted { color: var(--muted); }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 0.6rem; padding: 0.75rem 1rem;
   min-width: 0; }
 .card h2 { margin: 0 0 0.5rem; font-size: 1.05rem; }
+.card h3 { margin: 0.75rem 0 0.25rem; font-size: 0.95rem; font-weight: 600; }
 .card.wide { grid-column: 1 / -1; }
 .facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.25rem 0.75rem; margin: 0; }
 .facts dt { color: var(--muted); } .facts dd { margin: 0; min-width: 0; overflow-wrap: anywhere; }
@@ -87,7 +88,6 @@ meter { width: 100%; height: 1rem; }
   td { border: 0; padding: 0.15rem 0; }
   td[data-label]::before { content: attr(data-label); display: block; color: var(--muted); font-size: 0.85rem; }
   td:empty { display: none; }
-  .facts { grid-template-columns: 1fr; } .facts dd { margin-bottom: 0.35rem; }
 }
 `;
 

@@ -91,7 +91,9 @@ const CAP_LABELS: Record<BudgetLine["cap"], string> = {
   perTurn: "Per turn",
 };
 
-const usd = (value: number) => `$${value < 1 ? value.toFixed(4) : value.toFixed(2)}`;
+/** Dollars as spent by a small bot: cents and below matter ("$0.0042"); a trace amount is not shown as zero. */
+const usd = (value: number) =>
+  value > 0 && value < 0.0001 ? "< $0.0001" : `$${value < 1 ? value.toFixed(4) : value.toFixed(2)}`;
 
 function budgetItem(line: BudgetLine): PageBody {
   const parts = [
