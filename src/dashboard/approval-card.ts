@@ -23,7 +23,20 @@ export interface ApprovalCardView {
 }
 
 /** Renders a card's Approve or Deny control: a form that posts where the page wants it. */
-export type DecisionButton = (decision: "approve" | "deny", label: string) => PageBody;
+export type DecisionButton = (
+  decision: "approve" | "deny",
+  label: string,
+  record: ApprovalRecord,
+) => PageBody;
+
+/** The button inside a decision form: big, coloured by the layout (primary / danger), named for screen readers. */
+export function decisionButton(
+  decision: "approve" | "deny",
+  label: string,
+  record: ApprovalRecord,
+): PageBody {
+  return html`<button type="submit" class="${decision === "approve" ? "primary" : "danger"}" aria-label="${label} ${record.tool} (${record.id})">${label}</button>`;
+}
 
 export const COUNTDOWN_SCRIPT_PATH = "/ui/assets/countdown.js";
 
@@ -67,25 +80,25 @@ export function serveCountdownScript(app: HttpApp): void {
   );
 }
 
+/** The card's own CSS, on the layout's colours (light and dark) and button classes. */
 const CARD_STYLE = html`<style>
-  .approval-card { border: 2px solid #9a6700; border-radius: 8px; padding: 0.8rem 1rem; margin: 0.6rem 0; max-width: 44rem; background: #fff8e6; }
-  .approval-card.decided { border-color: #8c959f; background: #f6f8fa; }
+  .approval-card { border: 2px solid var(--warn); border-radius: 0.6rem; padding: 0.75rem 1rem; margin: 0.6rem 0; max-width: 46rem; background: var(--card); }
+  .approval-card.decided { border-color: var(--line); }
   .approval-card h3 { margin: 0 0 0.5rem; font-size: 1.1rem; display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; }
-  .approval-card pre { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5rem 0.7rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
+  .approval-card pre { background: var(--field); border: 1px solid var(--line); border-radius: 0.4rem; padding: 0.5rem 0.7rem; max-width: none; }
   .approval-card dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 0.8rem; margin: 0.6rem 0; }
-  .approval-card dt { font-weight: 600; } .approval-card dd { margin: 0; overflow-wrap: anywhere; }
-  .approval-risk { border-radius: 999px; padding: 0.1rem 0.6rem; font-size: 0.85rem; color: #fff; background: #57606a; }
-  .approval-risk.risk-high { background: #cf222e; } .approval-risk.risk-medium { background: #9a6700; } .approval-risk.risk-low { background: #1a7f37; }
-  .approval-buttons { display: flex; flex-wrap: wrap; gap: 0.8rem; }
-  .approval-buttons button { min-height: 44px; min-width: 7rem; font-size: 1rem; font-weight: 600; border-radius: 6px; padding: 0.5rem 1.2rem; cursor: pointer; border: 2px solid transparent; }
-  .approval-buttons .approve { background: #1a7f37; color: #fff; }
-  .approval-buttons .deny { background: #fff; color: #cf222e; border-color: #cf222e; }
+  .approval-card dt { color: var(--muted); } .approval-card dd { margin: 0; min-width: 0; overflow-wrap: anywhere; }
+  .approval-buttons { display: flex; flex-wrap: wrap; gap: 0.75rem; }
+  .approval-buttons button { min-height: 48px; min-width: 8rem; font-weight: 600; }
+  @media (max-width: 40rem) { .approval-card dl { grid-template-columns: 1fr; } .approval-card dd { margin-bottom: 0.3rem; } .approval-buttons button { flex: 1 1 8rem; } .approval-buttons form { display: flex; flex: 1 1 8rem; } }
 </style>`;
 
-/** "high" from `risk:high`; another reason (a guard's) as it is. */
-export function riskOf(reason: string): { level: string; label: string } {
+const RISK_TONE: Record<string, string> = { high: "bad", medium: "warn", low: "ok" };
+
+/** "high risk" from `risk:high`, with the layout's tone for it; another reason (a guard's) as it is. */
+export function riskOf(reason: string): { label: string; tone: string } {
   const level = /^risk:(low|medium|high)$/.exec(reason)?.[1];
-  return level ? { level, label: `${level} risk` } : { level: "other", label: reason };
+  return level ? { label: `${level} risk`, tone: RISK_TONE[level]! } : { label: reason, tone: "warn" };
 }
 
 /**
@@ -108,10 +121,10 @@ export function askerOf(db: Db, record: ApprovalRecord): string | null {
 
 /** The Approve / Deny forms of the approvals page; `target` is the part htmx swaps with the answer. */
 export function dashboardDecisionButtons(id: string, target = "#approvals"): DecisionButton {
-  return (decision, label) => {
+  return (decision, label, record) => {
     const url = `/ui/approvals/${id}/${decision}`;
     return html`<form method="post" action="${url}" hx-post="${url}" hx-target="${target}" hx-swap="outerHTML">
-      <button type="submit" class="${decision}">${label}</button>
+      ${decisionButton(decision, label, record)}
     </form>`;
   };
 }
@@ -131,11 +144,13 @@ export function approvalCard(
     hourCycle: "h23",
   });
   const open = record.status === "pending" && record.expiresAt > now;
+  const expiresAt = (at: number) =>
+    html`expires <time datetime="${new Date(at).toISOString()}" title="${times.exact(at)}">${clock.format(at)}</time>`;
   const titleId = `approval-${record.id}-title`;
   return html`<article class="approval-card${open ? "" : " decided"}" data-approval="${record.id}" aria-labelledby="${titleId}">
     ${CARD_STYLE}
     <h3 id="${titleId}">${open ? "Approval needed" : "Approval"}: <code>${record.tool}</code>
-      <span class="approval-risk risk-${risk.level}">${risk.label}</span></h3>
+      <span class="badge ${risk.tone}" data-risk>${risk.label}</span></h3>
     <pre class="approval-action"><code>${record.action}</code></pre>
     <dl>
       <dt>Asked by</dt><dd>${view.askedBy ?? "—"}</dd>
@@ -143,8 +158,7 @@ export function approvalCard(
       <dt>Asked</dt><dd>${times.at(record.requestedAt)}</dd>
       ${
         open
-          ? html`<dt>Time left</dt><dd>expires <time datetime="${new Date(record.expiresAt).toISOString()}" title="${times.exact(record.expiresAt)}">${clock.format(record.expiresAt)}</time>
-            (<span role="timer" data-left-ms="${record.expiresAt - now}">${times.relative(record.expiresAt)}</span>); no answer means deny</dd>`
+          ? html`<dt>Time left</dt><dd data-expires>${expiresAt(record.expiresAt)} (<span role="timer" data-left-ms="${record.expiresAt - now}">${times.relative(record.expiresAt)}</span>); no answer means deny</dd>`
           : html`<dt>Decision</dt><dd data-status="${record.status}">${statusWords(record)}${
               record.decidedAt ? html` ${times.at(record.decidedAt)}` : ""
             }</dd>`
@@ -153,7 +167,7 @@ export function approvalCard(
     </dl>
     ${
       open
-        ? html`<div class="approval-buttons">${button("approve", "Approve")}${button("deny", "Deny")}</div>
+        ? html`<div class="approval-buttons">${button("approve", "Approve", record)}${button("deny", "Deny", record)}</div>
           <script src="${COUNTDOWN_SCRIPT_PATH}"></script>`
         : ""
     }

@@ -16,6 +16,10 @@ const HOUR = 3_600_000;
 /** Wednesday 2026-11-04 10:00 in Berlin: the 30 days before it cross the end of summer time (25 October). */
 const NOW = Date.UTC(2026, 10, 4, 9, 0, 0);
 
+/** The page's background in light and dark mode (src/dashboard/layout.ts, --bg). */
+const LIGHT_PAGE = "#ffffff";
+const DARK_PAGE = "#121318";
+
 /** WCAG contrast ratio of two #rrggbb colours. */
 function contrast(first: string, second: string): number {
   const luminance = (hex: string) => {
@@ -149,9 +153,11 @@ describe("usage per day by model", () => {
     expect(Math.min(...tops)).toBeGreaterThanOrEqual(12);
   });
 
-  it("series colours stand out from the page (3:1) and differ from each other", () => {
-    for (const colour of SERIES_COLOURS)
-      expect(contrast(colour, "#ffffff"), colour).toBeGreaterThanOrEqual(3);
+  it("series colours stand out from the light and the dark page (3:1) and differ from each other", () => {
+    for (const colour of SERIES_COLOURS) {
+      expect(contrast(colour, LIGHT_PAGE), colour).toBeGreaterThanOrEqual(3);
+      expect(contrast(colour, DARK_PAGE), colour).toBeGreaterThanOrEqual(3);
+    }
     expect(new Set(SERIES_COLOURS).size).toBe(SERIES_COLOURS.length);
   });
 });
@@ -204,6 +210,7 @@ describe("cron runs per day", () => {
     expect($("g[data-state='failed']")).toHaveLength(2);
     expect($(`g[data-day='${days[11]!.date}'] title`).text()).toBe(`${days[11]!.longLabel}: 1 ok, 1 failed`);
     expect($(`g[data-day='${days[13]!.date}'] text`).text()).toBe("!");
+    expect($(`g[data-day='${days[0]!.date}'] rect.cron-none`)).toHaveLength(1);
     expect($("svg").attr("aria-label")).toContain("2 with a failure");
     expect($("svg").attr("aria-label")).toContain(`missed ${days[13]!.longLabel}`);
   });
@@ -212,13 +219,11 @@ describe("cron runs per day", () => {
     const states = Object.values(DAY_STATES);
     expect(new Set(states.map((state) => state.glyph)).size).toBe(states.length);
     expect(new Set(states.map((state) => state.label)).size).toBe(states.length);
-    for (const state of states) {
-      if (state.glyph) expect(contrast(state.text, state.fill), state.label).toBeGreaterThanOrEqual(4.5);
-      // The filled squares, and the empty day's outline (#8c959f), against the page.
-      expect(
-        contrast(state.fill === "#ffffff" ? "#8c959f" : state.fill, "#ffffff"),
-        state.label,
-      ).toBeGreaterThanOrEqual(3);
+    // The empty day is an outline in the page's own muted colour (class cron-none); the others are filled.
+    for (const state of states.filter((one) => one.glyph)) {
+      expect(contrast(state.text, state.fill), state.label).toBeGreaterThanOrEqual(4.5);
+      expect(contrast(state.fill, LIGHT_PAGE), state.label).toBeGreaterThanOrEqual(3);
+      expect(contrast(state.fill, DARK_PAGE), state.label).toBeGreaterThanOrEqual(3);
     }
   });
 });

@@ -10,19 +10,27 @@ import type { ChartDay } from "./days.js";
  */
 
 /**
- * How each state looks. Told apart without colour too: a different letter or sign in each square (and the title).
- * The fills keep white text at 4.5:1 or more; the empty day's outline keeps 3:1 against the page (WCAG 1.4.11).
+ * How each state looks. Told apart without colour too: a different sign in each square (and the title). The fills
+ * keep white signs at 4.5:1 or more and stand 3:1 out of the light and the dark page (WCAG 1.4.11); a day without
+ * runs is a dashed outline in the page's muted colour (class `cron-none`).
  */
 export const DAY_STATES: Record<DayState, { label: string; glyph: string; fill: string; text: string }> = {
   ran: { label: "ok", glyph: "✓", fill: "#1a7f37", text: "#ffffff" },
   failed: { label: "failed", glyph: "✕", fill: "#cf222e", text: "#ffffff" },
   missed: { label: "missed", glyph: "!", fill: "#9a6700", text: "#ffffff" },
-  skipped: { label: "skipped", glyph: "–", fill: "#57606a", text: "#ffffff" },
-  none: { label: "no run", glyph: "", fill: "#ffffff", text: "#57606a" },
+  skipped: { label: "skipped", glyph: "–", fill: "#696e75", text: "#ffffff" },
+  none: { label: "no run", glyph: "", fill: "transparent", text: "transparent" },
 };
 
 const CELL = 20;
 const GAP = 4;
+
+function square(x: number, state: DayState): HtmlEscapedString | Promise<HtmlEscapedString> {
+  const look = DAY_STATES[state];
+  return state === "none"
+    ? html`<rect class="cron-none" x="${x + 0.5}" y="0.5" width="${CELL - 1}" height="${CELL - 1}" rx="3" stroke-dasharray="3 2" />`
+    : html`<rect x="${x + 0.5}" y="0.5" width="${CELL - 1}" height="${CELL - 1}" rx="3" fill="${look.fill}" />`;
+}
 
 /** "3 ok, 1 failed" (or "no run"). */
 export function describeDay(outcomes: DayOutcomes): string {
@@ -52,7 +60,7 @@ export function cronStrip(
       const look = DAY_STATES[state];
       const x = index * (CELL + GAP);
       return html`<g data-day="${day.date}" data-state="${state}"><title>${day.longLabel}: ${describeDay(outcomes[index]!)}</title>
-        <rect x="${x + 0.5}" y="0.5" width="${CELL - 1}" height="${CELL - 1}" rx="3" fill="${look.fill}" stroke="${state === "none" ? "#8c959f" : look.fill}" ${state === "none" ? html`stroke-dasharray="2 2"` : ""} />
+        ${square(x, state)}
         ${look.glyph ? html`<text x="${x + CELL / 2}" y="${CELL / 2 + 5}" fill="${look.text}">${look.glyph}</text>` : ""}
       </g>`;
     })}
@@ -64,7 +72,7 @@ export function cronStripLegend(): HtmlEscapedString | Promise<HtmlEscapedString
   return html`<ul class="chart-legend">
     ${(Object.keys(DAY_STATES) as DayState[]).map((state) => {
       const look = DAY_STATES[state];
-      return html`<li><svg width="16" height="16" viewBox="0 0 20 20" aria-hidden="true" font-family="system-ui, sans-serif" font-size="14" font-weight="700" text-anchor="middle"><rect x="0.5" y="0.5" width="19" height="19" rx="3" fill="${look.fill}" stroke="${state === "none" ? "#8c959f" : look.fill}" ${state === "none" ? html`stroke-dasharray="2 2"` : ""} />${look.glyph ? html`<text x="10" y="15" fill="${look.text}">${look.glyph}</text>` : ""}</svg> ${look.label}</li>`;
+      return html`<li><svg width="16" height="16" viewBox="0 0 20 20" aria-hidden="true" font-family="system-ui, sans-serif" font-size="14" font-weight="700" text-anchor="middle">${square(0, state)}${look.glyph ? html`<text x="10" y="15" fill="${look.text}">${look.glyph}</text>` : ""}</svg> ${look.label}</li>`;
     })}
   </ul>`;
 }

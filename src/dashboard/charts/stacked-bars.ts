@@ -28,15 +28,15 @@ export interface StackedBarsInput {
 }
 
 /**
- * Fills for the series, in order. Each has at least 3:1 contrast with the white page (WCAG 1.4.11) and they are
- * the colour-blind-safe Okabe–Ito hues, darkened where needed; segments are also parted by a white line.
+ * Fills for the series, in order: the colour-blind-safe Okabe–Ito hues, adjusted so each keeps at least 3:1 contrast
+ * (WCAG 1.4.11) with both the light and the dark page; segments are also parted by a line in the page's colour.
  */
-export const SERIES_COLOURS = ["#0072b2", "#d55e00", "#009e73", "#a8527e", "#8a6d00", "#6a3d9a", "#767676"];
+export const SERIES_COLOURS = ["#0072b2", "#d55e00", "#009e73", "#a8527e", "#8a6d00", "#7d55b0", "#808080"];
 
 const WIDTH = 560;
 const HEIGHT = 240;
 const LEFT = 52;
-const RIGHT = 8;
+const RIGHT = 24;
 const TOP = 12;
 const BOTTOM = 28;
 const FONT = 13;
@@ -72,7 +72,7 @@ export function stackedBarChart(input: StackedBarsInput): HtmlEscapedString | Pr
   const grid = [0, 1, 2, 3, 4].map((step) => {
     const value = (top / 4) * step;
     const at = round(y(value));
-    return html`<line x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${at}" y2="${at}" stroke="#d0d7de" stroke-width="1" />
+    return html`<line class="chart-grid" x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${at}" y2="${at}" stroke-width="1" />
       <text x="${LEFT - 6}" y="${at + FONT / 3}" text-anchor="end">${input.formatAxis(value)}</text>`;
   });
   const bars = days.map((day, index) => {
@@ -84,7 +84,7 @@ export function stackedBarChart(input: StackedBarsInput): HtmlEscapedString | Pr
       const from = y(base);
       base += value;
       const to = y(base);
-      return html`<rect x="${x}" y="${round(to)}" width="${round(barWidth)}" height="${round(Math.max(0.5, from - to))}" fill="${SERIES_COLOURS[seriesIndex % SERIES_COLOURS.length]}" stroke="#fff" stroke-width="0.75"><title>${day.longLabel} · ${one.name}: ${input.format(value)}</title></rect>`;
+      return html`<rect x="${x}" y="${round(to)}" width="${round(barWidth)}" height="${round(Math.max(0.5, from - to))}" fill="${SERIES_COLOURS[seriesIndex % SERIES_COLOURS.length]}" class="chart-segment" stroke-width="0.75"><title>${day.longLabel} · ${one.name}: ${input.format(value)}</title></rect>`;
     });
     const label = labelled(index)
       ? html`<text x="${round(x + barWidth / 2)}" y="${HEIGHT - BOTTOM + FONT + 4}" text-anchor="middle">${day.label}</text>`
@@ -93,11 +93,11 @@ export function stackedBarChart(input: StackedBarsInput): HtmlEscapedString | Pr
   });
 
   return html`<figure class="chart" id="${input.id}">
-    <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="${input.id}-title ${input.id}-desc" font-size="${FONT}" font-family="system-ui, sans-serif" fill="#333">
+    <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="${input.id}-title ${input.id}-desc" font-size="${FONT}" font-family="system-ui, sans-serif">
       <title id="${input.id}-title">${input.title}</title>
       <desc id="${input.id}-desc">${input.description}</desc>
       ${grid}
-      <line x1="${LEFT}" x2="${LEFT}" y1="${TOP}" y2="${TOP + plotHeight}" stroke="#57606a" stroke-width="1" />
+      <line class="chart-axis" x1="${LEFT}" x2="${LEFT}" y1="${TOP}" y2="${TOP + plotHeight}" stroke-width="1" />
       ${bars}
     </svg>
     <figcaption>

@@ -3,28 +3,34 @@ import { html } from "hono/html";
 import type { WebChannel, WebChatEntry } from "../../../channels/web.js";
 import type { Button } from "../../core/types.js";
 import type { HttpApp } from "../../http/server.js";
-import { approvalCard, askerOf, type DecisionButton, serveCountdownScript } from "../approval-card.js";
+import {
+  approvalCard,
+  askerOf,
+  type DecisionButton,
+  decisionButton,
+  serveCountdownScript,
+} from "../approval-card.js";
 import type { PageBody } from "../layout.js";
 import { MarkdownBudget, renderMarkdown } from "../markdown.js";
 import { type DashboardDeps, respond } from "./page-context.js";
 
 const APPROVAL_BUTTON = /^(approve|deny):([a-z0-9]+)$/;
 
+/** The webchat's and rendered Markdown's own CSS, on the layout's colours (light and dark). */
 const CHAT_STYLE = html`<style>
-  #chat-lines > div { margin: 0 0 0.8rem; max-width: 52rem; }
-  .chat-owner .chat-text { background: #eef4ff; border-radius: 8px; padding: 0.4rem 0.7rem; }
+  #chat-lines > div { margin: 0 0 0.9rem; max-width: 52rem; }
+  .chat-owner .chat-text { background: var(--card); border: 1px solid var(--line); border-radius: 0.6rem; padding: 0.4rem 0.7rem; }
   .md { overflow-wrap: anywhere; }
   .md p { margin: 0.3rem 0; }
-  .md pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5rem 0.7rem; overflow-x: auto; white-space: pre; max-width: 100%; }
+  .md pre { background: var(--card); border: 1px solid var(--line); border-radius: 0.4rem; padding: 0.5rem 0.7rem; overflow-x: auto; white-space: pre; max-width: 100%; }
   .md code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.9em; }
-  .md :not(pre) > code { background: #f6f8fa; border-radius: 4px; padding: 0.05rem 0.3rem; }
+  .md :not(pre) > code { background: var(--card); border: 1px solid var(--line); border-radius: 0.25rem; padding: 0 0.25rem; }
   .md pre.md-plain { white-space: pre-wrap; }
-  .md blockquote { border-left: 3px solid #d0d7de; margin: 0.3rem 0; padding-left: 0.7rem; color: #444; }
-  .md table { border-collapse: collapse; } .md td, .md th { border: 1px solid #d0d7de; }
+  .md blockquote { border-left: 3px solid var(--line); margin: 0.3rem 0; padding-left: 0.7rem; color: var(--muted); }
+  .md table { border-collapse: collapse; } .md td, .md th { border: 1px solid var(--line); }
   .chat-buttons { display: flex; flex-wrap: wrap; gap: 0.6rem; margin-top: 0.3rem; }
-  .chat-buttons button, #chat-send button { min-height: 44px; min-width: 5rem; font-size: 1rem; border-radius: 6px; }
-  #chat-send { display: flex; gap: 0.5rem; align-items: flex-end; flex-wrap: wrap; }
-  #chat-send textarea { flex: 1 1 16rem; font: inherit; min-height: 44px; }
+  #chat-send { display: flex; gap: 0.5rem; align-items: flex-end; flex-wrap: wrap; margin-top: 1rem; }
+  #chat-send textarea { flex: 1 1 16rem; }
 </style>`;
 
 /** A button of a chat line, pressed through the webchat as a chat's button would be. */
@@ -70,12 +76,10 @@ function entryView(
 }
 
 function chatDecisionButton(id: string): DecisionButton {
-  return (
-    decision,
-    label,
-  ) => html`<form method="post" action="/ui/chat/press" hx-post="/ui/chat/press" hx-target="#chat" hx-swap="outerHTML">
-    <input type="hidden" name="buttonId" value="${decision}:${id}" /><button type="submit" class="${decision}">${label}</button>
-  </form>`;
+  return (decision, label, record) =>
+    html`<form method="post" action="/ui/chat/press" hx-post="/ui/chat/press" hx-target="#chat" hx-swap="outerHTML">
+      <input type="hidden" name="buttonId" value="${decision}:${id}" />${decisionButton(decision, label, record)}
+    </form>`;
 }
 
 /** The transcript's lines; the newest get the page's Markdown budget first (an old line past it shows plain). */

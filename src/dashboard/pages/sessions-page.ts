@@ -90,7 +90,7 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
       .all(key) as ReceivedRow[];
     const part = html`<div id="history" hx-get="${url}" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
       <style>
-        #history .md pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5rem 0.7rem; overflow-x: auto; white-space: pre; }
+        #history .md pre { background: var(--card); border: 1px solid var(--line); border-radius: 0.4rem; padding: 0.5rem 0.7rem; overflow-x: auto; white-space: pre; }
         #history .md p { margin: 0.2rem 0; } #history .md { overflow-wrap: anywhere; max-width: 52rem; }
       </style>
       <p><b>${key}</b> · <a href="/ui/audit?session=${encodeURIComponent(key)}">its tool calls</a></p>
