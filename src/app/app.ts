@@ -459,8 +459,8 @@ export class MagpieApp {
   }
 
   private channelParts(): ChannelReloadDeps {
-    const { adapters, router: sink, logger, http, store, outbox } = this;
-    return { adapters, sink, logger, http, store, outbox };
+    const { adapters, config, router: sink, logger, http, store, outbox } = this;
+    return { adapters, config, sink, logger, http, store, outbox };
   }
 
   /** Graceful stop: no new turns, running turns finish or are checkpointed, outbox flushed, database closed. */

@@ -13,6 +13,8 @@ import type { Store } from "../store/index.js";
 export interface ChannelReloadDeps {
   /** The running adapters by name (the app's map: `/readyz`, the outbox and the features read it). */
   adapters: Map<string, ChannelAdapter>;
+  /** The running config (already holding the new values): what adapters read, as at start-up. */
+  config: MagpieConfig;
   /** Where adapters hand inbound messages and button presses (the router). */
   sink: InboundSink;
   logger: Logger;
@@ -51,7 +53,7 @@ export async function reloadChannels(
         await stopChannel(deps, entry.name, running);
         deps.logger.info({ channel: entry.name }, "channel-removed");
       } else if (!running && wanted.has(entry.name)) {
-        await startChannel(deps, entry, change.next);
+        await startChannel(deps, entry, deps.config);
         deps.logger.info({ channel: entry.name }, "channel-added");
       } else if (running && connectionChanged(entry, change.previous, change.next)) {
         await restartChannel(deps, entry, running, change);
@@ -120,7 +122,7 @@ async function restartChannel(
   change: ConfigChange,
 ): Promise<void> {
   // A replacement that can't even be built (a missing token) leaves the running adapter alone.
-  const replacement = await create(deps, entry, change.next);
+  const replacement = await create(deps, entry, deps.config);
   await stopChannel(deps, entry.name, running);
   try {
     await replacement.start(deps.sink);
