@@ -403,7 +403,7 @@ describe.runIf(hasPrograms("chromium"))("webchat in headless Chromium", () => {
     await page.locator("text=Approved: shell").waitFor();
     await page.click("nav >> text=Chat");
     // The approved shell command runs in the sandbox and the model answers again: slower on a busy runner.
-    await page.locator(".chat-magpie .chat-text", { hasText: /^\s*done\s*$/ }).waitFor({ timeout: 20_000 });
+    await page.locator(".chat-magpie", { hasText: /\bdone\s*$/ }).waitFor({ timeout: 20_000 });
     const toolMessage = llm.requests[2]!.messages.find((message) => message.role === "tool");
     expect(String(toolMessage?.content)).toContain("approved-run");
     llm.assertDone();
