@@ -9,7 +9,7 @@ import { FakeTelegram } from "../fakes/telegram.js";
 import { MAGPIE_NODE_ARGS } from "../helpers/cli-path.js";
 import { hasWorkingSandbox } from "../helpers/requires.js";
 import { type CliResult, runShippedCli, ShippedBot } from "../shipped/shipped-bot.js";
-import { type DocCommand, docCommands, docPages } from "./doc-pages.js";
+import { consoleTranscripts, type DocCommand, docCommands, docPages } from "./doc-pages.js";
 
 /**
  * The docs can't drift from the CLI: every fenced `magpie …` command of README.md and docs/*.md (the rules are in
@@ -22,8 +22,13 @@ import { type DocCommand, docCommands, docPages } from "./doc-pages.js";
 
 /** The Telegram user the pages' examples are about (`telegram:123456789:…`, `magpie pair revoke … 123456789`). */
 const EXAMPLE_USER = 123456789;
-/** Sub-commands that refuse to run beside a running Magpie; they run against the stopped instance. */
-const NEEDS_MAGPIE_STOPPED = new Set(["restore"]);
+/**
+ * Sub-commands run against the stopped instance: `restore` refuses beside a running Magpie; `upgrade` would
+ * replace the install the running Magpie was started from — this checkout — so here it must refuse cleanly
+ * ("No Magpie is running", nothing changed), which checks its flags and config handling; test/upgrade/ runs real
+ * upgrades on a throw-away install.
+ */
+const NEEDS_MAGPIE_STOPPED = new Set(["restore", "upgrade"]);
 const SANDBOX = await hasWorkingSandbox();
 
 describe("docs: every fenced magpie command runs as documented", () => {
@@ -171,6 +176,19 @@ describe("docs: every fenced magpie command runs as documented", () => {
       for (const command of commands) expect(command.command).toMatch(/^magpie( |$)/);
   });
 
+  it("a ```console transcript shows only sub-commands that a run block shows too", () => {
+    const run = new Set(
+      pages.flatMap(({ commands }) => commands.map((command) => subcommandOf(command.command))),
+    );
+    const transcripts = docPages().flatMap((page) => consoleTranscripts(page));
+    expect(transcripts.length).toBeGreaterThan(0);
+    for (const transcript of transcripts) {
+      expect(run, `${transcript.page}:${transcript.line}: ${transcript.command}`).toContain(
+        subcommandOf(transcript.command),
+      );
+    }
+  });
+
   for (const { page, commands } of pages.filter((entry) => entry.commands.length > 0)) {
     it(`${page}: ${commands.length} command(s)`, async () => {
       const failures: string[] = [];
@@ -182,6 +200,12 @@ describe("docs: every fenced magpie command runs as documented", () => {
         // Without a working bubblewrap the sandbox line is ✗ and doctor exits 1 — for that reason only.
         if (subcommand === "doctor" && !SANDBOX && result.stdout.match(/^✗/gm)?.length === 1) {
           expect(result.stdout).toMatch(/^✗ sandbox/m);
+          expected = 1;
+        }
+        if (subcommand === "upgrade") {
+          expect(result.stderr, `${page}:${command.line}`).toMatch(
+            /No Magpie is running[\s\S]*Nothing was changed/,
+          );
           expected = 1;
         }
         if (result.code !== expected) {
@@ -221,4 +245,14 @@ function runShippedShell(line: string, options: { cwd: string; env: NodeJS.Proce
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** `magpie cron list --json` → "cron list": the command and its sub-command, without arguments. */
+function subcommandOf(command: string): string {
+  return command
+    .split(/\s+/)
+    .slice(1)
+    .filter((word) => /^[a-z][a-z-]*$/.test(word))
+    .slice(0, 2)
+    .join(" ");
 }

@@ -86,6 +86,28 @@ export function splitComment(line: string): { command: string; comment: string }
   return { command: line.trimEnd(), comment: "" };
 }
 
+/**
+ * `$ magpie …` lines of ```console fences: transcripts of one particular situation (an invalid file, a changed key)
+ * that the test can't recreate, so they are not run — but each sub-command they show must also appear in a block
+ * that is.
+ */
+export function consoleTranscripts(page: string): Array<{ page: string; line: number; command: string }> {
+  const transcripts: Array<{ page: string; line: number; command: string }> = [];
+  for (const token of tokensOf(page)) {
+    if (token.type !== "fence" || token.info.trim() !== "console" || !token.map) continue;
+    token.content.split("\n").forEach((raw, index) => {
+      if (raw.startsWith("$ magpie")) {
+        transcripts.push({
+          page,
+          line: token.map![0] + 2 + index,
+          command: splitComment(raw.slice(2)).command,
+        });
+      }
+    });
+  }
+  return transcripts;
+}
+
 export interface DocLink {
   page: string;
   /** 1-based line of the paragraph, table or list item holding the link. */
