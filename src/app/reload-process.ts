@@ -1,5 +1,6 @@
 import path from "node:path";
 import { loadConfig } from "../config/load.js";
+import { createRedactor, type Redactor } from "../security/redact.js";
 import type { MagpieApp } from "./app.js";
 import { ownerAlerter } from "./owner-alert.js";
 import { ConfigReloader } from "./reload-runner.js";
@@ -11,7 +12,16 @@ import { ConfigReloader } from "./reload-runner.js";
  */
 export function listenForReloads(
   app: MagpieApp,
-  { startEnv, debounceMs }: { startEnv: NodeJS.ProcessEnv; debounceMs?: number },
+  {
+    startEnv,
+    logRedactor,
+    debounceMs,
+  }: {
+    startEnv: NodeJS.ProcessEnv;
+    /** The log's redactor, when it is not the app's: new secrets join it too. */
+    logRedactor?: Redactor;
+    debounceMs?: number;
+  },
 ): () => Promise<void> {
   const { config } = app;
   const logger = app.logger.child({ component: "reload" });
@@ -19,7 +29,11 @@ export function listenForReloads(
   /** Variables the last `.env` put into the process environment (the real environment always wins). */
   let fromDotenv = Object.keys(process.env).filter((name) => startEnv[name] === undefined);
   const reloader = new ConfigReloader({
-    apply: (next) => app.reload(next),
+    apply: async (next) => {
+      const result = await app.reload(next);
+      if (logRedactor && logRedactor !== app.redactor) createRedactor(app.config, process.env, logRedactor);
+      return result;
+    },
     running: config,
     logger,
     redactor: app.redactor,

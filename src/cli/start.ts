@@ -82,7 +82,7 @@ export async function runStart({
     return 1;
   }
   // SIGHUP (`magpie reload`) and a change of the config file or .env apply a new config live.
-  stopReloads = listenForReloads(app, { startEnv });
+  stopReloads = listenForReloads(app, { startEnv, logRedactor: redactor });
   const address = app.http.address;
   // `magpie reload`, `restore` and `upgrade` find this process through <dataDir>/magpie.pid.
   forgetInstance = recordInstance(config.dataDir, {

@@ -18,6 +18,7 @@ import { runShippedCli, ShippedBot } from "./shipped-bot.js";
 const OWNER = { id: 501, first_name: "Alice" };
 const USERS = Array.from({ length: 100 }, (_, index) => 1001 + index);
 const BRAVE_SECRET = "brave-key-RELOADED-5551234567";
+const ENV_SECRET = "tok-from-env-1234567890";
 
 describe("shipped build: reload without a restart", () => {
   let telegram: FakeTelegram;
@@ -154,14 +155,25 @@ describe("shipped build: reload without a restart", () => {
     await saved(count, "the file referring to .env reloaded");
     count = reloads().length;
     // No .env at start-up: created now, it is watched all the same.
-    writeFileSync(path.join(bot.dir, ".env"), "MAGPIE_TEST_PROMPT=Prompt from .env.\n");
+    writeFileSync(
+      path.join(bot.dir, ".env"),
+      `MAGPIE_TEST_PROMPT=Prompt from .env.\nDEMO_API_TOKEN=${ENV_SECRET}\n`,
+    );
     await saved(count, "the new .env reloaded");
     // The new .env is also Magpie's state from now on (hidden from the agent like the first).
     expect(reloads().at(-1)).toMatchObject({ applied: ["agent.systemPrompt", "envFiles"] });
     llm.script(reply.text("Answered from .env."));
-    telegram.pushMessage({ chat: { id: OWNER.id, type: "private" }, from: OWNER, text: "and now?" });
+    // The owner pastes the new token by mistake: the model never sees it.
+    telegram.pushMessage({
+      chat: { id: OWNER.id, type: "private" },
+      from: OWNER,
+      text: `and now? ${ENV_SECRET}`,
+    });
     await waitFor(() => ownerTexts().includes("Answered from .env."), "the answer", 20_000);
-    expect(String(llm.requests.at(-1)!.messages[0]!.content)).toContain("Prompt from .env.");
+    const request = llm.requests.at(-1)!;
+    expect(String(request.messages[0]!.content)).toContain("Prompt from .env.");
+    expect(JSON.stringify(request)).not.toContain(ENV_SECRET);
+    expect(String(request.messages.at(-1)!.content)).toContain("and now? [REDACTED]");
     count = reloads().length;
     save(config({ systemPrompt: "Prompt v1." }, { channels: { telegram: telegramSection() } }));
     await saved(count, "back to the plain prompt");
