@@ -81,6 +81,44 @@ describe("reload: access", () => {
   });
 });
 
+describe("reload: guests and pairing", () => {
+  it("security.guestToolSet widened: a guest's next turn is offered the tool; dmPolicy pairing: a stranger gets a code", async () => {
+    const channel = new RecordingChannel("telegram");
+    running = await startTestApp({
+      channel,
+      features: [accessFeature],
+      access: undefined,
+      authority: undefined,
+      config: { ...telegram({ allowFrom: ["100"], dmPolicy: "open" }), security: { guestToolSet: [] } },
+    });
+    const app = running;
+    const toolsOf = (index: number) =>
+      (app.llm!.requests[index]!.tools ?? []).map((tool) => tool.function.name);
+    const guest = { userId: "300", chatId: "300" };
+    app.llm!.script(reply.text("no tools for you"), reply.text("one tool"));
+    await channel.receive("what can you do?", { ...guest, messageId: "q1" });
+    await channel.waitForSent(1);
+    expect(toolsOf(0)).not.toContain("file_list");
+
+    await reload(app, {
+      ...telegram({ allowFrom: ["100"], dmPolicy: "open" }),
+      security: { guestToolSet: ["file_list"] },
+    });
+    await channel.receive("and now?", { ...guest, messageId: "q2" });
+    await channel.waitForSent(2);
+    expect(toolsOf(1)).toContain("file_list");
+    expect(toolsOf(1)).not.toContain("file_write");
+
+    await reload(app, telegram({ allowFrom: ["100"], dmPolicy: "pairing" }));
+    expect(await channel.receive("hello", { userId: "400", chatId: "400", messageId: "p1" })).toMatchObject({
+      status: "denied",
+    });
+    await channel.waitForSent(3);
+    expect(channel.texts()[2]).toMatch(/pairing code is [A-Z0-9]+/);
+    app.llm!.assertDone();
+  });
+});
+
 describe("reload: agents, routes and the router's settings", () => {
   it("a new route sends the next message to the other agent; a new system prompt reaches the next request", async () => {
     const agents = { main: { systemPrompt: "You are MAIN." }, other: { systemPrompt: "You are OTHER." } };
