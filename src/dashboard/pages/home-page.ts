@@ -193,7 +193,7 @@ async function homePart(deps: DashboardDeps, extras: HomeExtras): Promise<HtmlEs
   );
   const sandbox = await deps.sandbox();
   return html`<div id="home" class="cards" hx-get="/ui/home" hx-trigger="magpie:changed from:body, every 30s" hx-swap="outerHTML">
-    ${pendingCard(approvals, questions, times)}
+    ${pendingCard(approvals, questions, { db: deps.store.db, timezone: deps.timezone, now })}
     ${factsCard(deps, extras, sandbox, times)}
     ${channelsCard(deps.channels(), times)}
     ${queueCard(queueDepth(deps.store.db), times)}

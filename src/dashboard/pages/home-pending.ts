@@ -1,8 +1,9 @@
 import { html } from "hono/html";
 import type { QuestionRequest } from "../../core/approvals.js";
 import type { ApprovalRecord } from "../../security/approval-store.js";
+import type { Db } from "../../store/database.js";
+import { approvalCard, askerOf, decisionButton } from "../approval-card.js";
 import type { PageBody } from "../layout.js";
-import type { DashboardTimes } from "../time-format.js";
 
 /**
  * The buttons post to the approvals page's routes (one place decides); htmx puts that page's notice into the
@@ -11,21 +12,12 @@ import type { DashboardTimes } from "../time-format.js";
  */
 const SWAP = html`hx-target="#home-notice" hx-select="[role=status]" hx-swap="innerHTML"`;
 
-function approvalItem(record: ApprovalRecord, times: DashboardTimes): PageBody {
-  const url = `/ui/approvals/${record.id}`;
-  return html`<li data-approval="${record.id}">
-    <b>${record.tool}</b> <span class="badge warn">${record.reason}</span>
-    <small>in ${record.channel}:${record.chatId} · asked ${times.at(record.requestedAt)} · expires ${times.at(record.expiresAt)}</small>
-    <pre>${record.action}</pre>
-    <div class="actions">
-      <form method="post" action="${url}/approve" hx-post="${url}/approve" ${SWAP}>
-        <button type="submit" class="primary" aria-label="Approve ${record.tool} (${record.id})">Approve</button>
-      </form>
-      <form method="post" action="${url}/deny" hx-post="${url}/deny" ${SWAP}>
-        <button type="submit" class="danger" aria-label="Deny ${record.tool} (${record.id})">Deny</button>
-      </form>
-    </div>
-  </li>`;
+/** The approval card's Approve / Deny, posting to the approvals page's routes with the home's swap. */
+function homeDecisionButton(decision: "approve" | "deny", label: string, record: ApprovalRecord): PageBody {
+  const url = `/ui/approvals/${record.id}/${decision}`;
+  return html`<form method="post" action="${url}" hx-post="${url}" ${SWAP}>
+    ${decisionButton(decision, label, record)}
+  </form>`;
 }
 
 function questionItem(id: string, request: QuestionRequest): PageBody {
@@ -51,11 +43,11 @@ function questionItem(id: string, request: QuestionRequest): PageBody {
   </li>`;
 }
 
-/** Approvals and owner questions waiting for an answer, with their buttons. */
+/** Approvals (as the approvals page's cards) and owner questions waiting for an answer, with their buttons. */
 export function pendingCard(
   approvals: ApprovalRecord[],
   questions: Array<{ id: string; request: QuestionRequest }>,
-  times: DashboardTimes,
+  view: { db: Db; timezone: string; now: number },
 ): PageBody {
   const count = approvals.length + questions.length;
   return html`<section class="card${count > 0 ? " wide" : ""}" aria-labelledby="home-pending">
@@ -64,7 +56,13 @@ export function pendingCard(
       count === 0
         ? html`<p>No approvals or questions are waiting.</p>`
         : html`<ul class="list">
-          ${approvals.map((record) => approvalItem(record, times))}
+          ${approvals.map(
+            (record) =>
+              html`<li>${approvalCard(
+                { record, askedBy: askerOf(view.db, record), timezone: view.timezone, now: view.now },
+                homeDecisionButton,
+              )}</li>`,
+          )}
           ${questions.map(({ id, request }) => questionItem(id, request))}
         </ul>`
     }
