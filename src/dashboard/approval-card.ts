@@ -119,11 +119,27 @@ export function askerOf(db: Db, record: ApprovalRecord): string | null {
   return row.user_name ? `${row.user_name} (${id})` : id;
 }
 
-/** The Approve / Deny forms of the approvals page; `target` is the part htmx swaps with the answer. */
-export function dashboardDecisionButtons(id: string, target = "#approvals"): DecisionButton {
+/** Where htmx puts the approvals route's answer: the approvals page swaps its whole part (the default). */
+export interface DecisionSwap {
+  target: string;
+  /** Only this part of the answer (e.g. `[role=status]`, the notice), when set. */
+  select?: string;
+  swap?: string;
+}
+
+/**
+ * The Approve / Deny forms posting to `/ui/approvals/<id>/approve|deny` (one place decides). The home page can show
+ * a card too: `dashboardDecisionButtons(id, { target: "#home-notice", select: "[role=status]", swap: "innerHTML" })`.
+ */
+export function dashboardDecisionButtons(
+  id: string,
+  where: DecisionSwap = { target: "#approvals", swap: "outerHTML" },
+): DecisionButton {
   return (decision, label, record) => {
     const url = `/ui/approvals/${id}/${decision}`;
-    return html`<form method="post" action="${url}" hx-post="${url}" hx-target="${target}" hx-swap="outerHTML">
+    return html`<form method="post" action="${url}" hx-post="${url}" hx-target="${where.target}" hx-swap="${where.swap ?? "outerHTML"}"${
+      where.select ? html` hx-select="${where.select}"` : ""
+    }>
       ${decisionButton(decision, label, record)}
     </form>`;
   };

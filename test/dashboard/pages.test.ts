@@ -1,4 +1,6 @@
+import { load } from "cheerio";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { WebChannel } from "../../channels/web.js";
 import { dashboardFeature } from "../../src/app/dashboard-feature.js";
 import { memoryFeature } from "../../src/app/memory-feature.js";
 import { securityFeature } from "../../src/app/security-feature.js";
@@ -95,5 +97,38 @@ describe("dashboard pages", () => {
     expect(history).toContain("what is &lt;b&gt;bold&lt;/b&gt;?");
     expect(history).toContain("Escaped, I hope.");
     expect(await get("/ui/usage")).toContain("Last 30 days");
+  });
+
+  it("stored XSS: hostile Markdown from the model in a session's history and the webchat is shown, not run", async () => {
+    const hostile = [
+      "[a](javascript:alert(1)) [b](JAVASCRIPT:alert(1)) [c](java&#x73;cript:alert(1)) <javascript:alert(1)>",
+      "![x](x onerror=alert(1)) ![y](https://tracker.example/p.png) [d](data:text/html;base64,PHNjcmlwdD4=)",
+      "<img src=x onerror=alert(1)> <svg onload=alert(1)> <script>alert(1)</script>",
+      '<div onclick="alert(1)">',
+      "",
+      "raw block",
+      "",
+      "</div>",
+    ].join("\n");
+    magpie.app.store.history.ensureSession("test:xss", "main");
+    magpie.app.store.history.append("test:xss", [
+      { message: { role: "user", content: "<script>alert('user')</script>" }, tokens: 1 },
+      { message: { role: "assistant", content: hostile }, tokens: 1 },
+    ]);
+    const web = magpie.app.adapters.get("web") as WebChannel;
+    await web.send({ channel: "web", chatId: "dashboard" }, { text: hostile });
+    for (const page of [await get("/ui/sessions/test%3Axss"), await get("/ui/chat/lines")]) {
+      const $ = load(page);
+      const rendered = $(".md").filter((_, element) => $(element).text().includes("raw block"));
+      expect(rendered).toHaveLength(1);
+      expect(rendered.find("script, img, svg, iframe, [onclick], [onerror], [onload]")).toHaveLength(0);
+      const hrefs = rendered
+        .find("a")
+        .map((_, link) => $(link).attr("href"))
+        .get();
+      expect(hrefs).toEqual(["https://tracker.example/p.png"]);
+      expect(rendered.text()).toContain("<script>alert(1)</script>");
+      expect(page).not.toContain("<script>alert");
+    }
   });
 });

@@ -114,9 +114,9 @@ export function stackedBarChart(input: StackedBarsInput): HtmlEscapedString | Pr
             <tr><th>Day</th>${series.map((one) => html`<th>${one.name}</th>`)}<th>Total</th></tr>
             ${days.map(
               (day, index) =>
-                html`<tr><td>${day.longLabel}</td>${series.map(
-                  (one) => html`<td>${input.format(one.values[index] ?? 0)}</td>`,
-                )}<td>${input.format(totals[index]!)}</td></tr>`,
+                html`<tr><td data-label="Day">${day.longLabel}</td>${series.map(
+                  (one) => html`<td data-label="${one.name}">${input.format(one.values[index] ?? 0)}</td>`,
+                )}<td data-label="Total">${input.format(totals[index]!)}</td></tr>`,
             )}
           </table>
         </div>

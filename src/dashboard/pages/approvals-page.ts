@@ -36,7 +36,7 @@ function approvalsPart(
       <tr><th>Id</th><th>Tool</th><th>Status</th><th>By</th></tr>
       ${decided.map(
         (record) => html`<tr>
-          <td>${record.id}</td><td>${record.tool}</td><td>${record.status}</td><td>${record.decidedBy ?? ""}</td>
+          <td data-label="Id">${record.id}</td><td data-label="Tool">${record.tool}</td><td data-label="Status">${record.status}</td><td data-label="By">${record.decidedBy ?? ""}</td>
         </tr>`,
       )}
     </table>

@@ -56,9 +56,9 @@ function cronStrips(jobs: JobView[], days: readonly ChartDay[], runs: Map<number
           <tr><th>Job</th>${days.map((day) => html`<th>${day.label}</th>`)}</tr>
           ${rows.map(
             ({ job, outcomes }) =>
-              html`<tr><th>${job.name}</th>${outcomes.map((day) => {
+              html`<tr><td data-label="Job"><b>${job.name}</b></td>${outcomes.map((day, index) => {
                 const state = dayStateOf(day);
-                return html`<td title="${describeDay(day)}">${DAY_STATES[state].glyph} ${state === "none" ? "—" : describeDay(day)}</td>`;
+                return html`<td data-label="${days[index]!.label}" title="${describeDay(day)}">${DAY_STATES[state].glyph} ${state === "none" ? "—" : describeDay(day)}</td>`;
               })}</tr>`,
           )}
         </table>
@@ -85,11 +85,11 @@ function cronPart(deps: DashboardDeps, notice?: string): PageBody {
           <tr><th>Job</th><th>Schedule</th><th>Status</th><th>Next run</th><th>Runs</th><th></th></tr>
           ${jobs.map(
             (job) => html`<tr data-job="${job.name}">
-              <td><b>${job.name}</b> (${job.id})<br /><small>${job.kind}: ${job.command ?? job.prompt ?? job.message ?? ""}</small></td>
-              <td>${job.schedule}<br /><small>${job.timezone}</small></td>
-              <td>${job.status}</td>
-              <td>${job.next_run ?? ""}</td>
-              <td>${runsList(scheduler.runs(job.id, RUNS_SHOWN))}</td>
+              <td data-label="Job"><b>${job.name}</b> (${job.id})<br /><small>${job.kind}: ${job.command ?? job.prompt ?? job.message ?? ""}</small></td>
+              <td data-label="Schedule">${job.schedule}<br /><small>${job.timezone}</small></td>
+              <td data-label="Status">${job.status}</td>
+              <td data-label="Next run">${job.next_run ?? ""}</td>
+              <td data-label="Last runs">${runsList(scheduler.runs(job.id, RUNS_SHOWN))}</td>
               <td>
                 ${actionButton(job, "run", "Run now")}
                 ${job.status === "active" ? actionButton(job, "pause", "Pause") : ""}

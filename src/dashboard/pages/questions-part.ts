@@ -11,10 +11,10 @@ export function questionsPart(questions: QuestionGate | undefined): PageBody {
     ${open.map(({ id, request }) => {
       const url = `/ui/questions/${id}/answer`;
       return html`<tr data-question="${id}">
-        <td>${id}</td>
-        <td>${request.prompt}</td>
-        <td>${request.target.channel}:${request.target.chatId}</td>
-        <td>
+        <td data-label="Id">${id}</td>
+        <td data-label="Question">${request.prompt}</td>
+        <td data-label="Chat">${request.target.channel}:${request.target.chatId}</td>
+        <td data-label="Answer">
           ${request.options.map(
             (
               option,

@@ -56,9 +56,9 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
             <tr><th>Session</th><th>Agent</th><th>Messages</th><th>Tokens</th><th>Last active</th></tr>
             ${rows.map(
               (row) => html`<tr data-session="${row.key}">
-                <td><a href="/ui/sessions/${encodeURIComponent(row.key)}">${row.key}</a></td>
-                <td>${row.agent}</td><td>${row.messages}</td><td>${row.tokens ?? 0}</td>
-                <td>${new Date(row.updated_at).toISOString()}</td>
+                <td data-label="Session"><a href="/ui/sessions/${encodeURIComponent(row.key)}">${row.key}</a></td>
+                <td data-label="Agent">${row.agent}</td><td data-label="Messages">${row.messages}</td><td data-label="Tokens">${row.tokens ?? 0}</td>
+                <td data-label="Last active">${new Date(row.updated_at).toISOString()}</td>
               </tr>`,
             )}
           </table>`
@@ -78,7 +78,7 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
       .reverse()
       .map(
         ({ id, message }) =>
-          html`<tr data-message="${id}"><th>${message.role}</th><td>${messageView(message, budget)}</td></tr>`,
+          html`<tr data-message="${id}"><td><b>${message.role}</b></td><td>${messageView(message, budget)}</td></tr>`,
       )
       .reverse();
     // The messages received in this session, each linked to its trace (newest first).
@@ -101,9 +101,9 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
               <tr><th>Received</th><th>Outcome</th><th>Message</th><th></th></tr>
               ${received.map(
                 (row) => html`<tr data-inbox="${row.id}">
-                  <td>${new Date(row.received_at).toISOString()}</td>
-                  <td>${row.outcome ?? row.status}${row.outcome_cause ? ` (${row.outcome_cause})` : ""}</td>
-                  <td>${(row.text ?? "").slice(0, 120)}</td>
+                  <td data-label="Received">${new Date(row.received_at).toISOString()}</td>
+                  <td data-label="Outcome">${row.outcome ?? row.status}${row.outcome_cause ? ` (${row.outcome_cause})` : ""}</td>
+                  <td data-label="Message">${(row.text ?? "").slice(0, 120)}</td>
                   <td><a href="/ui/trace/${row.id}">trace</a></td>
                 </tr>`,
               )}

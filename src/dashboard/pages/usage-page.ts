@@ -71,8 +71,11 @@ export const usageRoutes: PageRoutes = (app, deps) => {
       <table>
         <tr><th>Period</th><th>Calls</th><th>Prompt tokens</th><th>Completion tokens</th><th>Cost</th></tr>
         ${totals.map(
-          ([label, summary]) => html`<tr><td>${label}</td><td>${summary.totals.calls}</td>
-            <td>${summary.totals.promptTokens}</td><td>${summary.totals.completionTokens}</td><td>${usd(summary.totals)}</td></tr>`,
+          ([
+            label,
+            summary,
+          ]) => html`<tr><td data-label="Period">${label}</td><td data-label="Calls">${summary.totals.calls}</td>
+            <td data-label="Prompt tokens">${summary.totals.promptTokens}</td><td data-label="Completion tokens">${summary.totals.completionTokens}</td><td data-label="Cost">${usd(summary.totals)}</td></tr>`,
         )}
       </table>
       <h2>Last 30 days by model</h2>
@@ -80,7 +83,7 @@ export const usageRoutes: PageRoutes = (app, deps) => {
         <tr><th>Model</th><th>Kind</th><th>Calls</th><th>Tokens</th><th>Cost</th></tr>
         ${month.byModel.map(
           (model) =>
-            html`<tr><td>${model.model}</td><td>${model.kind}</td><td>${model.calls}</td><td>${model.tokens}</td><td>${usd(model)}</td></tr>`,
+            html`<tr><td data-label="Model">${model.model}</td><td data-label="Kind">${model.kind}</td><td data-label="Calls">${model.calls}</td><td data-label="Tokens">${model.tokens}</td><td data-label="Cost">${usd(model)}</td></tr>`,
         )}
       </table>
       <h2>Last 30 days by origin</h2>
@@ -89,8 +92,8 @@ export const usageRoutes: PageRoutes = (app, deps) => {
         ${month.byOrigin.map(
           (
             origin,
-          ) => html`<tr><td>${origin.kind === "job" ? `job ${origin.jobName ?? origin.jobId}` : origin.key}</td>
-            <td>${origin.calls}</td><td>${origin.tokens}</td><td>${usd(origin)}</td></tr>`,
+          ) => html`<tr><td data-label="Origin">${origin.kind === "job" ? `job ${origin.jobName ?? origin.jobId}` : origin.key}</td>
+            <td data-label="Calls">${origin.calls}</td><td data-label="Tokens">${origin.tokens}</td><td data-label="Cost">${usd(origin)}</td></tr>`,
         )}
       </table>
     </div>`;
