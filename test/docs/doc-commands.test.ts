@@ -71,7 +71,10 @@ describe("docs: every fenced magpie command runs as documented", () => {
     "telegram:123456789:8812": () => `telegram:${EXAMPLE_USER}:${traced.messageId}`,
     "telegram:601:5000": () => `telegram:${EXAMPLE_USER}:${traced.messageId}`,
     "42": () => String(traced.inboxId),
-    "/mnt/usb/": () => `${mkdtempSync(path.join(tmpdir(), "magpie-doc-usb-"))}/`,
+    "/mnt/usb/": () => {
+      mkdirSync(path.join(bot.dir, "usb"), { recursive: true });
+      return `${path.join(bot.dir, "usb")}/`;
+    },
     "<file>": () => path.join(stopped.dir, "backup.db"),
   };
 
