@@ -338,7 +338,13 @@ export class Scheduler {
     }
     const finished = clock.now();
     jobs.finishRun(runId, outcome.status, outcome.output.slice(0, OUTPUT_EXCERPT_CHARS), finished);
-    if (job.schedule.kind === "once" && trigger !== "manual") jobs.markCompleted(job.id, finished);
+    // A one-shot is done after its run — unless a reload gave it a new time while it ran (its next run is set again).
+    if (
+      job.schedule.kind === "once" &&
+      trigger !== "manual" &&
+      (jobs.get(job.id)?.nextRunAt ?? null) === null
+    )
+      jobs.markCompleted(job.id, finished);
     logger.info({ job: job.id, run: runId, status: outcome.status, trigger }, "cron-run-finished");
     this.publishRun(
       job,

@@ -117,6 +117,21 @@ describe("reload: cron jobs", () => {
     await waitFor(() => reportsOf(running, "removed-finished") === 1, "the removed job's last report");
   });
 
+  it("a one-shot changed while it runs still runs its new version once", async () => {
+    const once = { name: "once", delay: "1s", deliver };
+    const running = await start({ jobs: [{ ...once, command: "sleep 1; echo first-version" }] });
+    await waitFor(
+      () => scheduler(running).runs(scheduler(running).list()[0]!.id).length === 1,
+      "the first run",
+    );
+    await reload(running, { jobs: [{ ...once, delay: "2s", command: "echo second-version" }] });
+    await waitFor(() => reportsOf(running, "second-version") === 1, "the changed one-shot's run", 8_000);
+    expect(reportsOf(running, "first-version")).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(reportsOf(running, "second-version")).toBe(1);
+    expect(scheduler(running).list()[0]).toMatchObject({ status: "done" });
+  });
+
   it("attack: a reloaded config job can't report to a chat Magpie may not post to; allowing the chat in the same file can", async () => {
     test = await startTestApp({ llm: false, features: [accessFeature, schedulerFeature], config: base });
     const running = test;
