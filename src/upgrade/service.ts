@@ -38,23 +38,28 @@ export interface Started {
 export function systemdUnitOf(pid: number): { unit: string; user: boolean } | null {
   const named = process.env.MAGPIE_SYSTEMD_UNIT;
   if (named) return { unit: named, user: process.env.MAGPIE_SYSTEMD_USER === "1" };
-  let cgroup: string;
   try {
-    cgroup = readFileSync(`/proc/${pid}/cgroup`, "utf8");
+    return unitFromCgroup(readFileSync(`/proc/${pid}/cgroup`, "utf8"));
   } catch {
     return null;
   }
+}
+
+/** The service unit a /proc/<pid>/cgroup names: cgroup v2 ("0::/system.slice/magpie.service") or v1's systemd line. */
+export function unitFromCgroup(cgroup: string): { unit: string; user: boolean } | null {
+  const marker = ":name=systemd:";
   for (const line of cgroup.split("\n")) {
-    // cgroup v2 ("0::/system.slice/magpie.service") or v1's systemd hierarchy ("1:name=systemd:/…").
     const cgroupPath = line.startsWith("0::")
       ? line.slice(3)
-      : line.includes(":name=systemd:")
-        ? line.slice(line.indexOf(":name=systemd:") + 14)
+      : line.includes(marker)
+        ? line.slice(line.indexOf(marker) + marker.length)
         : null;
     if (!cgroupPath) continue;
     const unit = cgroupPath.split("/").filter(Boolean).pop();
-    if (unit?.endsWith(".service") && !unit.startsWith("user@"))
+    // A login session's scope or the per-user manager is not Magpie's unit.
+    if (unit?.endsWith(".service") && !unit.startsWith("user@")) {
       return { unit, user: cgroupPath.includes("/user@") };
+    }
   }
   return null;
 }
