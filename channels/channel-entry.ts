@@ -43,6 +43,13 @@ export interface ChannelEntry<Name extends string = string, Schema extends z.Zod
   pairing: boolean;
   buttons: boolean;
   edits: boolean;
+  /**
+   * A second connection with the same credentials may run beside the first, and the platform does not redeliver
+   * what arrived while none was connected (Discord's gateway): a restart by a config reload starts the successor
+   * before it stops the predecessor, and the inbox drops what both received. Unset: stop first (Telegram allows
+   * one poller, and redelivers what was not acknowledged).
+   */
+  restartOverlap?: boolean;
   /** Whether the channel runs: `enabled`, or by default whether its credentials are present. */
   isEnabled(section: z.output<Schema>): boolean;
   /** Cross-key rules zod alone can't express, as `channels.<name>.<key>: …` lines. */

@@ -23,6 +23,7 @@ export const discordChannel = defineChannel({
   pairing: true,
   buttons: true,
   edits: true,
+  restartOverlap: true,
   isEnabled: (section) => section.enabled ?? Boolean(section.token),
   doctor: async (section, probe) => [
     await credentialCheck("discord", "DISCORD_BOT_TOKEN or channels.discord.token", async () => {

@@ -113,7 +113,8 @@ async function startChannel(
 /**
  * Stops the running adapter before its successor starts (one poller per bot token: Telegram answers a second one
  * with 409). What was fetched but not yet acknowledged is fetched again by the successor; the inbox drops the copy
- * by its platform message id, so nothing is lost or answered twice.
+ * by its platform message id, so nothing is lost or answered twice. A channel whose platform redelivers nothing
+ * (`restartOverlap` in its catalog entry) starts its successor first instead.
  */
 async function restartChannel(
   deps: ChannelReloadDeps,
@@ -123,6 +124,19 @@ async function restartChannel(
 ): Promise<void> {
   // A replacement that can't even be built (a missing token) leaves the running adapter alone.
   const replacement = await create(deps, entry, deps.config);
+  if (entry.restartOverlap) {
+    // Both run for a moment (nothing arriving in between is missed); one that can't start leaves the old one be.
+    try {
+      await replacement.start(deps.sink);
+    } catch (error) {
+      await stopChannel(deps, entry.name, replacement).catch(() => undefined);
+      throw new Error(`${errorMessage(error)}; the previous settings keep running until the file is fixed`);
+    }
+    deps.adapters.set(entry.name, replacement);
+    deps.outbox.resumeChannel(entry.name);
+    await stopChannel(deps, entry.name, running);
+    return;
+  }
   await stopChannel(deps, entry.name, running);
   try {
     await replacement.start(deps.sink);

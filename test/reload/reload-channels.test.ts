@@ -204,6 +204,39 @@ describe("reload: channels", () => {
     expect(stored).toEqual([`${OWNER.id}:1`, `${OWNER.id}:3`]);
   });
 
+  it("a Discord restart misses nothing: messages sent all through it are each stored once", async () => {
+    const { testApp, discord, telegramSection, discordSection, reload } = await rig();
+    await reload({ telegram: telegramSection(), discord: discordSection() });
+    const first = testApp.app.adapters.get("discord");
+    // The gateway replays nothing to a new session: a message is seen only by a connection that is up.
+    const sent: string[] = [];
+    let streaming = true;
+    const stream = (async () => {
+      while (streaming) {
+        sent.push(discord.sendMessage({ content: `tick ${sent.length}` }));
+        await new Promise((resolve) => setTimeout(resolve, 15));
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const restarted = await reload({
+      telegram: telegramSection(),
+      discord: discordSection({ pacing: false }),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    streaming = false;
+    await stream;
+    expect(restarted.failures).toEqual([]);
+    expect(testApp.app.adapters.get("discord")).not.toBe(first);
+    const stored = () =>
+      testApp.app.store.db
+        .prepare("SELECT message_id FROM inbox WHERE channel = 'discord' ORDER BY id")
+        .pluck()
+        .all() as string[];
+    await waitFor(() => stored().length >= sent.length, "every message stored", 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect([...stored()].sort()).toEqual([...sent].sort());
+  });
+
   it("a Telegram update in flight during a restart is neither lost nor answered twice", async () => {
     const { testApp, telegram, telegramSection, reload } = await rig();
     // Hold every inbound message at the router's door: the old poller is mid-batch when the restart comes.
