@@ -1,6 +1,7 @@
-import { lstatSync, readlinkSync } from "node:fs";
+import { lstatSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../fakes/http-util.js";
 import { reply } from "../fakes/openai.js";
 import { UpgradeFixture } from "./upgrade-fixture.js";
 
@@ -11,6 +12,35 @@ describe("magpie upgrade: a good release", () => {
     fixture = await UpgradeFixture.create();
   }, 120_000);
   afterAll(async () => fixture?.dispose(), 60_000);
+
+  it("a release that doesn't build: nothing is stopped, 0.1.0 keeps answering, the owner is told", async () => {
+    const pid = fixture.instance().pid;
+    await fixture.release("0.1.1", () => {
+      writeFileSync(path.join(fixture.upstream, "src/cli/broken.ts"), "export const = ;\n");
+      const main = path.join(fixture.upstream, "src/cli/main.ts");
+      writeFileSync(main, readFileSync(main, "utf8").replace("\n", '\nimport "./broken.js";\n'));
+    });
+    const result = await fixture.magpie(["upgrade"]);
+    expect(result.exitCode, `${result.stdout}\n${result.stderr}`).toBe(1);
+    expect(result.stdout).toContain(
+      "✗ Installing v0.1.1 failed; Magpie 0.1.0 was not stopped and keeps running.",
+    );
+    expect(result.stdout).toMatch(/ERROR.*\n[\s\S]*src\/cli\/broken\.ts/);
+    expect(result.stdout).toContain(`The owner was told (telegram chat ${fixture.owner})`);
+    expect(fixture.instance().pid).toBe(pid);
+    await waitFor(
+      () =>
+        fixture.telegram
+          .sentTexts()
+          .find((text) => text.startsWith("Magpie upgrade failed: Installing v0.1.1 failed")),
+      "the owner's notice",
+      30_000,
+    );
+    await fixture.ownerSays("still 0.1.0?", "Yes");
+    expect(await fixture.version()).toBe("magpie 0.1.0");
+    await fixture.git("rm", "-q", "src/cli/broken.ts");
+    await fixture.git("checkout", "-q", "v0.1.0", "--", "src/cli/main.ts");
+  }, 120_000);
 
   it("installs it beside, switches the install link, and the new version answers on Telegram", async () => {
     const revision = await fixture.release("0.2.0");
