@@ -12,6 +12,7 @@ import {
 } from "../approval-card.js";
 import type { PageBody } from "../layout.js";
 import { MarkdownBudget, renderMarkdown } from "../markdown.js";
+import { type DashboardTimes, dashboardTimes } from "../time-format.js";
 import { type DashboardDeps, respond } from "./page-context.js";
 
 const APPROVAL_BUTTON = /^(approve|deny):([a-z0-9]+)$/;
@@ -58,6 +59,7 @@ function entryView(
   deps: DashboardDeps | undefined,
   budget: MarkdownBudget,
   now: number,
+  times: DashboardTimes | undefined,
 ): PageBody {
   const approvalId = approvalIdOf(entry);
   const record = approvalId ? deps?.approvals()?.repository.get(approvalId) : undefined;
@@ -70,7 +72,7 @@ function entryView(
       : html`<div class="chat-text">${entry.from === "owner" ? html`<pre>${entry.text}</pre>` : renderMarkdown(entry.text, budget)}</div>
       ${(entry.buttons ?? []).map((row) => html`<div class="chat-buttons">${row.map(pressButton)}</div>`)}`;
   return html`<div class="chat-${entry.from}" data-chat-line="${entry.id}">
-    <b>${entry.from === "owner" ? "you" : "magpie"}</b> <small>${new Date(entry.at).toISOString()}</small>
+    <b>${entry.from === "owner" ? "you" : "magpie"}</b> <small>${times ? times.at(entry.at) : new Date(entry.at).toISOString()}</small>
     ${body}
   </div>`;
 }
@@ -86,10 +88,11 @@ function chatDecisionButton(id: string): DecisionButton {
 function linesView(channel: WebChannel, deps: DashboardDeps | undefined): PageBody {
   const budget = new MarkdownBudget();
   const now = Date.now();
+  const times = deps ? dashboardTimes(deps.timezone, () => now) : undefined;
   const views = channel
     .transcript()
     .reverse()
-    .map((entry) => entryView(entry, deps, budget, now));
+    .map((entry) => entryView(entry, deps, budget, now, times));
   return html`${views.reverse()}`;
 }
 

@@ -7,10 +7,10 @@ import { cronRunsByDay, type DayOutcomes, dayStateOf } from "../charts/cron-days
 import { cronStrip, cronStripLegend, DAY_STATES, describeDay } from "../charts/cron-strip.js";
 import { type ChartDay, lastDays } from "../charts/days.js";
 import type { PageBody } from "../layout.js";
+import { type DashboardTimes, dashboardTimes, humanDuration } from "../time-format.js";
 import { type DashboardDeps, type PageRoutes, respond } from "./page-context.js";
 
 const RUNS_SHOWN = 5;
-const time = (at: number | null) => (at === null ? "" : new Date(at).toISOString().replace(".000Z", "Z"));
 
 function actionButton(job: JobView, action: string, label: string): PageBody {
   const url = `/ui/cron/${job.id}/${action}`;
@@ -19,15 +19,15 @@ function actionButton(job: JobView, action: string, label: string): PageBody {
   }><button type="submit">${label}</button></form>`;
 }
 
-function runsList(runs: JobRun[]): PageBody {
+function runsList(runs: JobRun[], times: DashboardTimes): PageBody {
   if (runs.length === 0) return html`<span>never ran</span>`;
   return html`<ul>
     ${runs.map(
       (run) => html`<li data-run="${run.id}" class="${run.status}">
-        ${time(run.startedAt)} ${run.trigger} — <b>${run.status === "running" ? "running" : cronOutcomeOf(run.status)}</b>${
+        ${times.at(run.startedAt)} ${run.trigger} — <b>${run.status === "running" ? "running" : cronOutcomeOf(run.status)}</b>${
           run.status === "timeout" ? " (timeout)" : ""
         }${
-          run.durationMs !== null ? html` (${run.durationMs} ms)` : ""
+          run.durationMs !== null ? html` (${humanDuration(run.durationMs)})` : ""
         }${run.output ? html`<pre>${run.output.slice(0, 500)}</pre>` : ""}
       </li>`,
     )}
@@ -72,6 +72,7 @@ function cronPart(deps: DashboardDeps, notice?: string): PageBody {
   const scheduler = deps.scheduler();
   const jobs = scheduler?.list() ?? [];
   const days = lastDays(Date.now(), deps.timezone, STRIP_DAYS);
+  const times = dashboardTimes(deps.timezone);
   return html`<div id="cron" hx-get="/ui/cron" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
     ${notice ? html`<p role="status">${notice}</p>` : ""}
     ${
@@ -88,8 +89,8 @@ function cronPart(deps: DashboardDeps, notice?: string): PageBody {
               <td data-label="Job"><b>${job.name}</b> (${job.id})<br /><small>${job.kind}: ${job.command ?? job.prompt ?? job.message ?? ""}</small></td>
               <td data-label="Schedule">${job.schedule}<br /><small>${job.timezone}</small></td>
               <td data-label="Status">${job.status}</td>
-              <td data-label="Next run">${job.next_run ?? ""}</td>
-              <td data-label="Last runs">${runsList(scheduler.runs(job.id, RUNS_SHOWN))}</td>
+              <td data-label="Next run">${job.next_run ? times.at(Date.parse(job.next_run)) : ""}</td>
+              <td data-label="Last runs">${runsList(scheduler.runs(job.id, RUNS_SHOWN), times)}</td>
               <td>
                 ${actionButton(job, "run", "Run now")}
                 ${job.status === "active" ? actionButton(job, "pause", "Pause") : ""}

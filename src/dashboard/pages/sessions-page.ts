@@ -2,6 +2,7 @@ import { html } from "hono/html";
 import type { ChatMessage } from "../../llm/types.js";
 import type { PageBody } from "../layout.js";
 import { MarkdownBudget, renderMarkdown } from "../markdown.js";
+import { dashboardTimes } from "../time-format.js";
 import { type PageRoutes, respond } from "./page-context.js";
 
 interface SessionRow {
@@ -40,6 +41,7 @@ function messageView(message: ChatMessage, budget: MarkdownBudget): PageBody {
 
 /** `/ui/sessions` (every chat session, newest first) and `/ui/sessions/<key>` (its history and summary). */
 export const sessionRoutes: PageRoutes = (app, deps) => {
+  const times = dashboardTimes(deps.timezone);
   app.get("/ui/sessions", (c) => {
     const rows = deps.store.db
       .prepare(
@@ -58,7 +60,7 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
               (row) => html`<tr data-session="${row.key}">
                 <td data-label="Session"><a href="/ui/sessions/${encodeURIComponent(row.key)}">${row.key}</a></td>
                 <td data-label="Agent">${row.agent}</td><td data-label="Messages">${row.messages}</td><td data-label="Tokens">${row.tokens ?? 0}</td>
-                <td data-label="Last active">${new Date(row.updated_at).toISOString()}</td>
+                <td data-label="Last active">${times.at(row.updated_at)}</td>
               </tr>`,
             )}
           </table>`
@@ -101,7 +103,7 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
               <tr><th>Received</th><th>Outcome</th><th>Message</th><th></th></tr>
               ${received.map(
                 (row) => html`<tr data-inbox="${row.id}">
-                  <td data-label="Received">${new Date(row.received_at).toISOString()}</td>
+                  <td data-label="Received">${times.at(row.received_at)}</td>
                   <td data-label="Outcome">${row.outcome ?? row.status}${row.outcome_cause ? ` (${row.outcome_cause})` : ""}</td>
                   <td data-label="Message">${(row.text ?? "").slice(0, 120)}</td>
                   <td><a href="/ui/trace/${row.id}">trace</a></td>
