@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { humanBytes, spendToday } from "../../src/dashboard/pages/home-data.js";
+import { failedMessages, humanBytes, spendToday } from "../../src/dashboard/pages/home-data.js";
 import { Store } from "../../src/store/index.js";
 import { UsageLedger } from "../../src/usage/ledger.js";
 
@@ -75,6 +75,49 @@ describe("today's spend on the home page", () => {
     expect(today.budgets).toEqual([
       { cap: "perTurn", limit: { tokens: 10 }, spent: { tokens: 0, usd: 0 }, fraction: 0 },
     ]);
+  });
+
+  it("failed messages: the newest failed or undeliverable among the last 2,000, a huge text cut to 120 characters", () => {
+    store = Store.open(":memory:");
+    const receive = (text: string, outcome?: "failed" | "undeliverable" | "answered") => {
+      const id = store.inbox.insert(
+        {
+          channel: "telegram",
+          chatId: "1",
+          messageId: `${Math.random()}`,
+          userId: "1",
+          userName: "Owner",
+          text,
+          isDirect: true,
+          mentionsBot: false,
+          attachments: [],
+          receivedAt: NOW,
+        },
+        "telegram:1",
+      )!;
+      if (outcome) store.inbox.setOutcome([id], outcome, outcome === "answered" ? undefined : "llm.down");
+      return id;
+    };
+    const old = receive("too old to show", "failed");
+    const huge = receive(`${"x".repeat(5_000_000)}`, "failed");
+    const undeliverable = receive("blocked the bot", "undeliverable");
+    receive("fine", "answered");
+    const insertMany = store.db.transaction(() => {
+      for (let index = 0; index < 1_997; index++) receive(`filler ${index}`);
+    });
+    insertMany();
+    const started = performance.now();
+    const failed = failedMessages(store.db);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(failed.map((item) => item.id)).toEqual([undeliverable, huge]);
+    expect(failed.map((item) => item.id)).not.toContain(old);
+    expect(failed[1]).toMatchObject({
+      outcome: "failed",
+      cause: "llm.down",
+      sessionKey: "telegram:1",
+      at: NOW,
+    });
+    expect(failed[1]!.preview).toBe("x".repeat(120));
   });
 
   it("writes sizes people read", () => {

@@ -1,7 +1,5 @@
 import { statSync } from "node:fs";
 import type { Db } from "../../store/database.js";
-import type { InboxItem } from "../../store/inbox.js";
-import type { Store } from "../../store/index.js";
 import type { Budgets, Cap, CapName } from "../../usage/budget-periods.js";
 import { dayAt } from "../../usage/calendar.js";
 
@@ -111,16 +109,29 @@ export function problemRuns(db: Db, limit = 5): ProblemRun[] {
 /** How far back (in inbox rows) the home page looks for failed messages: the newest ones are what matter. */
 const RECENT_INBOX_ROWS = 2_000;
 
+/** A message that failed or could not be delivered, with the start of its text. */
+export interface FailedMessage {
+  id: number;
+  sessionKey: string;
+  outcome: "failed" | "undeliverable";
+  cause: string | null;
+  at: number;
+  /** The first 120 characters of its text (cut in SQL: a message may be megabytes long). */
+  preview: string;
+}
+
 /** The newest messages whose outcome is `failed` or `undeliverable`, among the last 2,000 received. */
-export function failedMessages(store: Store, limit = 5): InboxItem[] {
-  const ids = store.db
+export function failedMessages(db: Db, limit = 5): FailedMessage[] {
+  return db
     .prepare(
-      `SELECT id FROM (SELECT id, outcome FROM inbox ORDER BY id DESC LIMIT ${RECENT_INBOX_ROWS})
-       WHERE outcome IN ('failed', 'undeliverable') LIMIT ?`,
+      `SELECT id, session_key AS sessionKey, outcome, outcome_cause AS cause,
+         COALESCE(finished_at, received_at) AS at,
+         COALESCE(substr(json_extract(payload, '$.text'), 1, 120), '') AS preview
+       FROM (SELECT id FROM inbox ORDER BY id DESC LIMIT ${RECENT_INBOX_ROWS}) AS recent
+       JOIN inbox USING (id)
+       WHERE outcome IN ('failed', 'undeliverable') ORDER BY id DESC LIMIT ?`,
     )
-    .pluck()
-    .all(limit) as number[];
-  return ids.flatMap((id) => store.inbox.get(id) ?? []);
+    .all(limit) as FailedMessage[];
 }
 
 export interface QueueDepth {

@@ -3,12 +3,12 @@ import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { HttpApp } from "../../http/server.js";
 import type { SandboxStatus } from "../../security/sandbox.js";
-import type { InboxItem } from "../../store/inbox.js";
 import type { PageBody } from "../layout.js";
 import { type DashboardTimes, dashboardTimes, humanDuration } from "../time-format.js";
 import {
   type BudgetLine,
   databaseBytes,
+  type FailedMessage,
   failedMessages,
   humanBytes,
   type ProblemRun,
@@ -163,7 +163,7 @@ function cronCard(deps: DashboardDeps, problems: ProblemRun[], times: DashboardT
   </section>`;
 }
 
-function failedCard(items: InboxItem[], times: DashboardTimes): PageBody {
+function failedCard(items: FailedMessage[], times: DashboardTimes): PageBody {
   return html`<section class="card" aria-labelledby="home-failed">
     <h2 id="home-failed">Failed messages</h2>
     ${
@@ -171,10 +171,10 @@ function failedCard(items: InboxItem[], times: DashboardTimes): PageBody {
         ? html`<p>No recent message failed or went undelivered.</p>`
         : html`<ul class="list">${items.map(
             (item) => html`<li data-failed-message="${item.id}">
-              <span class="badge bad">${item.outcome}</span> ${times.at(item.finishedAt ?? item.receivedAt)}
+              <span class="badge bad">${item.outcome}</span> ${times.at(item.at)}
               <a href="/ui/trace/${item.id}" aria-label="Trace of message ${item.id}">trace</a><br />
-              <small>${item.sessionKey}${item.outcomeCause ? ` — ${item.outcomeCause}` : ""}</small>
-              <pre>${(item.message.text ?? "").slice(0, 120)}</pre>
+              <small>${item.sessionKey}${item.cause ? ` — ${item.cause}` : ""}</small>
+              <pre>${item.preview}</pre>
             </li>`,
           )}</ul>`
     }
@@ -199,7 +199,7 @@ async function homePart(deps: DashboardDeps, extras: HomeExtras): Promise<HtmlEs
     ${queueCard(queueDepth(deps.store.db), times)}
     ${spendCard(spendToday(deps.store.db, deps.budgets(), deps.timezone, now))}
     ${cronCard(deps, problemRuns(deps.store.db), times)}
-    ${failedCard(failedMessages(deps.store), times)}
+    ${failedCard(failedMessages(deps.store.db), times)}
   </div>`;
 }
 
