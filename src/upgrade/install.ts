@@ -89,8 +89,13 @@ export function adoptInstall(install: Install): string {
   const moved = path.join(install.releasesDir, releaseName(install.revision));
   if (existsSync(moved)) rmSync(moved, { recursive: true, force: true });
   renameSync(install.link, moved);
-  // The moment between these two lines is the only one in which `link` is missing.
-  symlinkSync(moved, install.link, "dir");
+  // The moment between these two steps is the only one in which `link` is missing.
+  try {
+    symlinkSync(moved, install.link, "dir");
+  } catch (error) {
+    renameSync(moved, install.link);
+    throw error;
+  }
   install.checkout = moved;
   return moved;
 }

@@ -66,6 +66,12 @@ export async function runUpgrade(options: UpgradeOptions): Promise<UpgradeOutcom
         `No Magpie is running on ${dataDir}. magpie upgrade restarts the running Magpie the way it was started; start it first (or upgrade by hand: README → Upgrades).`,
       );
     }
+    if (instance.mode === "chat") {
+      throw new UpgradeError(
+        "upgrade.chat_mode",
+        `The Magpie on ${dataDir} is a terminal chat (magpie chat, pid ${instance.pid}), which can't be restarted detached. Quit it, start Magpie with magpie start (or its service), then upgrade.`,
+      );
+    }
     const install = await findInstall(instance.argv[0] ?? "");
     refuseInside(install, dataDir, "dataDir");
     refuseInside(install, path.resolve(config.workspace), "workspace");
@@ -81,6 +87,14 @@ export async function runUpgrade(options: UpgradeOptions): Promise<UpgradeOutcom
     say(
       `Upgrading Magpie ${install.version} (${releaseName(install.revision)}, ${install.link}) to ${target.ref} (${releaseName(target.revision)}); it runs as ${control.description}.`,
     );
+    try {
+      adoptInstall(install);
+    } catch (error) {
+      throw new UpgradeError(
+        "upgrade.adopt_failed",
+        `Could not move ${install.link} into ${install.releasesDir} and link it (${errorMessage(error)}). Run magpie upgrade as the user who owns the install (e.g. with sudo).`,
+      );
+    }
     const snapshot = await takeSnapshot({
       dataDir,
       files: localFiles,
@@ -92,7 +106,6 @@ export async function runUpgrade(options: UpgradeOptions): Promise<UpgradeOutcom
 
     let release: Release;
     try {
-      adoptInstall(install);
       const buildLog = path.join(dataDir, "logs", `upgrade-${releaseName(target.revision)}-build.log`);
       say(`Installing ${target.ref} in ${path.join(install.releasesDir, releaseName(target.revision))} …`);
       release = await installRelease({
