@@ -1,6 +1,7 @@
 import path from "node:path";
 import { loadConfig } from "../config/load.js";
 import { createRedactor, type Redactor } from "../security/redact.js";
+import { checkTriggerPredicates } from "../triggers/check-predicates.js";
 import type { MagpieApp } from "./app.js";
 import { ownerAlerter } from "./owner-alert.js";
 import { ConfigReloader } from "./reload-runner.js";
@@ -39,9 +40,11 @@ export function listenForReloads(
     redactor: app.redactor,
     tellOwner: ownerAlerter(app.context, logger),
     ...(debounceMs !== undefined ? { debounceMs } : {}),
-    load: () => {
+    load: async () => {
       const env: NodeJS.ProcessEnv = { ...startEnv };
       const next = loadConfig({ configPath: config.sourcePath ?? undefined, env, cwd });
+      // A bad trigger predicate makes the whole file invalid, as at start-up and in `magpie config check`.
+      await checkTriggerPredicates(next.triggers);
       // Valid: what tools and servers read from the environment follows the new `.env` too.
       const loaded = Object.keys(env).filter((name) => startEnv[name] === undefined);
       for (const name of fromDotenv) if (env[name] === undefined) delete process.env[name];

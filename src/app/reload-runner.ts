@@ -15,7 +15,7 @@ export interface ConfigReloaderOptions {
   /** The running config (restart-only keys' values are read from it for the report). */
   running: MagpieConfig;
   /** Re-reads and validates the config the way start-up did; throws ConfigError. */
-  load(): MagpieConfig;
+  load(): MagpieConfig | Promise<MagpieConfig>;
   logger: Logger;
   redactor: Redactor;
   /** Tells the owner (phone providers and their DM) that a new file can't be used. */
@@ -137,7 +137,7 @@ export class ConfigReloader {
     const fingerprint = this.files.length > 0 ? this.fingerprint() : null;
     try {
       if (fingerprint !== null) this.seen = fingerprint;
-      next = this.options.load();
+      next = await this.options.load();
     } catch (error) {
       const problems =
         error instanceof ConfigError

@@ -1,19 +1,6 @@
 import { enabledChatChannels } from "../../channels/index.js";
-import type { TriggersConfig } from "../config/sections/triggers.js";
-import { ConfigError } from "../core/errors.js";
+import { checkTriggerPredicates } from "../triggers/check-predicates.js";
 import type { CliEnv } from "./cli-env.js";
-
-/** Trigger predicates are parsed and type-checked like at start-up (the CEL engine loads only when there are any). */
-async function checkTriggerPredicates(triggers: TriggersConfig): Promise<void> {
-  const withWhen = Object.entries(triggers).filter(([, trigger]) => trigger.when !== undefined);
-  if (withWhen.length === 0) return;
-  const { predicateProblem } = await import("../triggers/predicate.js");
-  const problems = withWhen.flatMap(([name, trigger]) => {
-    const problem = predicateProblem(trigger.when ?? "");
-    return problem ? [`triggers.${name}.when: ${problem}`] : [];
-  });
-  if (problems.length > 0) throw new ConfigError(problems);
-}
 
 /** `magpie config check`: validates the configuration without starting; lists every problem by key path. */
 export async function runConfigCommand(argv: string[], env: CliEnv): Promise<number> {

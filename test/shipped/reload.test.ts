@@ -141,6 +141,41 @@ describe("shipped build: reload without a restart", () => {
     await waitFor(() => bot.logsOf("config-reloaded").length >= 2, "the fixed file reloaded", 10_000);
   }, 60_000);
 
+  it("a bad trigger predicate makes the whole file invalid: nothing of it is applied", async () => {
+    const invalid = bot.logsOf("config-reload-invalid").length;
+    const applied = bot.logsOf("config-reloaded").length;
+    const trigger = (when: string) => ({
+      triggers: {
+        hot: {
+          on: { webhook: { secret: "w".repeat(32) } },
+          when,
+          do: { message: "hot" },
+          deliver: { channel: "telegram", chat_id: String(OWNER.id) },
+        },
+      },
+    });
+    save(
+      config(
+        { systemPrompt: "Prompt v2." },
+        { channels: { telegram: telegramSection() }, ...trigger("event.payload.temperature >") },
+      ),
+    );
+    const result = await bot.cli(["reload"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/triggers\.hot\.when: /);
+    await waitFor(
+      () => bot.logsOf("config-reload-invalid").length > invalid,
+      "the watcher's verdict on the bad predicate",
+      10_000,
+    );
+    const verdict = bot.logsOf("config-reload-invalid").at(-1)!;
+    expect(String((verdict.problems as string[])[0])).toMatch(/^triggers\.hot\.when: /);
+    // The prompt change beside it was not applied either.
+    expect(bot.logsOf("config-reloaded")).toHaveLength(applied);
+    save(config({ systemPrompt: "Prompt v1." }, { channels: { telegram: telegramSection() } }));
+    await waitFor(() => bot.logsOf("config-reloaded").length > applied, "the fixed file reloaded", 10_000);
+  }, 60_000);
+
   it("a changed .env is read again: a value it holds reaches the next turn", async () => {
     const reloads = () => bot.logsOf("config-reloaded");
     const saved = (after: number, what: string) => waitFor(() => reloads().length > after, what, 10_000);

@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { describeReloadOutcome, type ReloadOutcome, readReloadOutcome } from "../../app/reload-result.js";
+import { checkTriggerPredicates } from "../../triggers/check-predicates.js";
 import type { CliCommand } from "../cli-env.js";
 import { runningInstance } from "../instance.js";
 
@@ -35,6 +36,7 @@ export const run: CliCommand = async (argv, env) => {
   }
   // An invalid file stops here (ConfigError: one line per key path, exit 1): the running Magpie is not signalled.
   const config = env.loadConfig();
+  await checkTriggerPredicates(config.triggers);
   const instance = runningInstance(config.dataDir);
   if (!instance) {
     env.stderr.write(
