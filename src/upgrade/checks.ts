@@ -1,6 +1,6 @@
 import { execa } from "execa";
 import type { InstanceInfo } from "../cli/instance.js";
-import { sleep } from "./process-info.js";
+import { sleep, userOf } from "./process-info.js";
 import { UpgradeError } from "./upgrade-error.js";
 
 /** Polls `GET /readyz` until it answers 200 (database open, every channel connected). */
@@ -58,12 +58,15 @@ export async function syntheticTurn(options: {
   env: NodeJS.ProcessEnv;
   timeoutMs: number;
 }): Promise<TurnCheck> {
+  // Under sudo, the check runs as the user Magpie runs as (its scratch files are in dataDir).
+  const user = process.getuid?.() === 0 ? userOf(options.instance.pid) : null;
   const { instance } = options;
   const result = await execa(
     instance.execPath,
     [options.mainScript, "selftest", ...(instance.configPath ? ["--config", instance.configPath] : [])],
     {
       cwd: instance.cwd,
+      ...(user ?? {}),
       env: options.env,
       extendEnv: false,
       reject: false,

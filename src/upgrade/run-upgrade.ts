@@ -1,6 +1,8 @@
 import {
   closeSync,
   existsSync,
+  lchownSync,
+  lstatSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -166,6 +168,7 @@ export async function runUpgrade(options: UpgradeOptions): Promise<UpgradeOutcom
       });
     }
   } finally {
+    handOver(dataDir, ["backups", "logs"]);
     releaseLock();
   }
 }
@@ -275,6 +278,21 @@ function logOf(control: ServiceControl, dataDir: string, release: Release): stri
   return control.description.startsWith("systemd")
     ? control.description.replace("systemd unit ", "journalctl -u ")
     : path.join(dataDir, "logs", `magpie-${releaseName(release.revision)}.log`);
+}
+
+/**
+ * Run with sudo, what upgrade wrote into `dataDir` (snapshots, logs) goes to the data directory's owner, so Magpie's
+ * own user can still write there (`magpie backup` into backups/, a detached Magpie's log).
+ */
+function handOver(dataDir: string, names: string[]): void {
+  if (process.getuid?.() !== 0) return;
+  const { uid, gid } = statSync(dataDir);
+  const walk = (target: string) => {
+    lchownSync(target, uid, gid);
+    if (lstatSync(target).isDirectory())
+      for (const name of readdirSync(target)) walk(path.join(target, name));
+  };
+  for (const name of names) if (existsSync(path.join(dataDir, name))) walk(path.join(dataDir, name));
 }
 
 /** One upgrade at a time per data directory: `<dataDir>/upgrade.lock` holds the pid of the one running. */
