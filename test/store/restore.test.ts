@@ -127,6 +127,28 @@ describe("restoreDatabase", () => {
     await expectRefused(scribbled, "restore.corrupt", /damaged|integrity check/);
   });
 
+  it("refuses a backup whose pages read fine but disagree (integrity_check's own report)", async () => {
+    const file = path.join(dir, "disagrees.db");
+    const db = openDatabase(file);
+    db.exec("CREATE TABLE t (x TEXT); CREATE INDEX t_x ON t (x)");
+    for (let i = 0; i < 20; i++)
+      db.prepare("INSERT INTO t VALUES (?)").run(`value-${String(i).padStart(3, "0")}`);
+    db.pragma("journal_mode = DELETE");
+    const root = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 't_x'").pluck().get() as number;
+    const pageSize = db.pragma("page_size", { simple: true }) as number;
+    db.close();
+    // One key of the index changed in place: every page is well-formed, the index no longer matches its table.
+    const bytes = readFileSync(file);
+    const page = bytes.subarray((root - 1) * pageSize, root * pageSize);
+    page[page.lastIndexOf(Buffer.from("value-005")) + 8] = "9".charCodeAt(0);
+    writeFileSync(file, bytes);
+    await expectRefused(
+      file,
+      "restore.corrupt",
+      /failed SQLite's integrity check \(row \d+ missing from index t_x/,
+    );
+  });
+
   it("refuses a SQLite database that isn't Magpie's", async () => {
     const other = path.join(dir, "other.db");
     const db = new Database(other);
