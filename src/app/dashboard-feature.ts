@@ -1,4 +1,3 @@
-import { AgentDirectory } from "../core/agents.js";
 import type { MagpieFeature } from "./feature.js";
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
@@ -27,8 +26,8 @@ export const dashboardFeature: MagpieFeature = {
       questions: () => app.services.questions,
       scheduler: () => app.services.scheduler,
       memory: () => app.services.memory,
-      defaultAgent: new AgentDirectory(app.config.agents, app.config.routes, app.config.llm.model)
-        .defaultAgent,
+      // The app's directory: a reload that renames the agents moves the memory page with it.
+      defaultAgent: () => app.agents.defaultAgent,
       clock: app.clock,
       appId: app.events.app,
       startedAt: app.clock.now(),

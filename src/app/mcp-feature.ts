@@ -33,10 +33,12 @@ export const mcpFeature: MagpieFeature = {
       },
     });
     app.services.skills = catalog;
-    const guestsMayRead = app.tools.resolveToolSet(app.config.security.guestToolSet).includes("invoke_skill");
+    // Read at each turn: a reloaded security.guestToolSet decides whether guests see the skills.
+    const guestsMayRead = () =>
+      app.tools.resolveToolSet(app.config.security.guestToolSet).includes("invoke_skill");
     app.addHooks({
       recall: async ({ role }) =>
-        role === "guest" && !guestsMayRead ? null : skillsPrompt((await catalog.list()).available),
+        role === "guest" && !guestsMayRead() ? null : skillsPrompt((await catalog.list()).available),
     });
     app.commands.register(skillsCommand(catalog));
 

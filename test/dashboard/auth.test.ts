@@ -39,7 +39,7 @@ beforeEach(async () => {
       questions: () => undefined,
       scheduler: () => undefined,
       memory: () => undefined,
-      defaultAgent: "main",
+      defaultAgent: () => "main",
       clock: { now: () => Date.now() },
       appId: "auth-test",
       startedAt: Date.now(),

@@ -1,5 +1,8 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { accessFeature } from "../../src/app/access-feature.js";
+import { mcpFeature } from "../../src/app/mcp-feature.js";
 import { securityFeature } from "../../src/app/security-feature.js";
 import { usageFeature } from "../../src/app/usage-feature.js";
 import type { ConfigInput } from "../../src/config/schema.js";
@@ -115,6 +118,41 @@ describe("reload: guests and pairing", () => {
     });
     await channel.waitForSent(3);
     expect(channel.texts()[2]).toMatch(/pairing code is [A-Z0-9]+/);
+    app.llm!.assertDone();
+  });
+});
+
+describe("reload: skills offered to guests", () => {
+  it("security.guestToolSet gaining invoke_skill lists the skills in a guest's next prompt", async () => {
+    const channel = new RecordingChannel("telegram");
+    running = await startTestApp({
+      channel,
+      features: [accessFeature, mcpFeature],
+      access: undefined,
+      authority: undefined,
+      config: { ...telegram({ allowFrom: ["100"], dmPolicy: "open" }), security: { guestToolSet: [] } },
+    });
+    const app = running;
+    const skillDir = path.join(app.app.config.workspace, "skills", "greenhouse");
+    mkdirSync(skillDir, { recursive: true });
+    writeFileSync(
+      path.join(skillDir, "SKILL.md"),
+      "---\nname: greenhouse\ndescription: Water the greenhouse\n---\n# greenhouse\n\nSteps.\n",
+    );
+    const systemOf = (index: number) => String(app.llm!.requests[index]!.messages[0]!.content);
+    const guest = { userId: "300", chatId: "300" };
+    app.llm!.script(reply.text("first"), reply.text("second"));
+    await channel.receive("hi", { ...guest, messageId: "s1" });
+    await channel.waitForSent(1);
+    expect(systemOf(0)).not.toContain("Water the greenhouse");
+
+    await reload(app, {
+      ...telegram({ allowFrom: ["100"], dmPolicy: "open" }),
+      security: { guestToolSet: ["invoke_skill"] },
+    });
+    await channel.receive("and now?", { ...guest, messageId: "s2" });
+    await channel.waitForSent(2);
+    expect(systemOf(1)).toContain("Water the greenhouse");
     app.llm!.assertDone();
   });
 });

@@ -55,13 +55,13 @@ export const memoryRoutes: PageRoutes = (app, deps) => {
   const text = (value: unknown) => (typeof value === "string" ? value.trim() : "");
 
   app.get("/ui/memory", async (c) => {
-    const agent = c.req.query("agent")?.trim() || deps.defaultAgent;
+    const agent = c.req.query("agent")?.trim() || deps.defaultAgent();
     return respond(c, "Memory", await page(agent, c.req.query("q")?.trim() ?? ""));
   });
   app.post("/ui/memory/:action{save|forget}", async (c) => {
     const memory = deps.memory();
     const form = await c.req.parseBody();
-    const agent = text(form.agent) || deps.defaultAgent;
+    const agent = text(form.agent) || deps.defaultAgent();
     const key = text(form.key);
     if (!memory || !key) return respond(c, "Memory", await page(agent, "", "A memory needs a key."), 409);
     if (c.req.param("action") === "forget") {

@@ -23,7 +23,7 @@ export interface DashboardDeps {
   scheduler: () => Scheduler | undefined;
   memory: () => MemoryService | undefined;
   /** The agent whose memories the memory page opens on. */
-  defaultAgent: string;
+  defaultAgent: () => string;
   /** The app's clock: "3 min ago" is counted from it. */
   clock: Clock;
   /** The app's id on the core event stream (the home page follows the model chain's calls there). */
