@@ -15,6 +15,7 @@ import { type InstanceInfo, readInstance, runningInstance } from "../cli/instanc
 import type { MagpieConfig } from "../config/schema.js";
 import { errorMessage } from "../core/errors.js";
 import { restoreDatabase } from "../store/restore.js";
+import { carryOver, unansweredSince } from "./carry-over.js";
 import { syntheticTurn, type TurnCheck, waitReady } from "./checks.js";
 import {
   adoptInstall,
@@ -215,6 +216,8 @@ async function rollBack(context: {
   say(`Rolling back to Magpie ${install.version} (${releaseName(install.revision)}) …`);
   try {
     await stopLeftovers(control, dataDir, instance);
+    const database = path.join(dataDir, "magpie.db");
+    const unanswered = unansweredSince(database, snapshot.takenAt);
     const restored = await restoreDatabase({
       dataDir,
       file: snapshot.database,
@@ -222,6 +225,11 @@ async function rollBack(context: {
       allowNewer: true,
     });
     say(`✓ Database put back from ${snapshot.database} (the failed one is kept at ${restored.previous}).`);
+    const carried = carryOver(database, unanswered);
+    if (carried > 0)
+      say(
+        `✓ ${carried} message(s) the failed release took in and did not answer are queued for ${install.version}.`,
+      );
     for (const file of restoreFiles(snapshot)) say(`✓ Put back ${file}.`);
     pointInstallAt(install.link, install.checkout);
     const text = `Upgrading to ${context.release.version} (${context.release.ref}) failed, so Magpie went back to ${install.version} with the database from before the upgrade. ${context.message}`;

@@ -21,6 +21,8 @@ export interface Snapshot {
   revision: string;
   version: string;
   checkout: string;
+  /** When the database copy began (ms): messages received since are not in it. */
+  takenAt: number;
 }
 
 /** Copies the database, the config and `.env` files, and records the install's revision. */
@@ -40,6 +42,7 @@ export async function takeSnapshot(options: {
   );
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const database = path.join(dir, "magpie.db");
+  const takenAt = Date.now();
   await backupDatabase(path.join(options.dataDir, "magpie.db"), database);
   const files = options.files
     .filter((file) => existsSync(file))
@@ -56,6 +59,7 @@ export async function takeSnapshot(options: {
     revision: options.revision,
     version: options.version,
     checkout: options.checkout,
+    takenAt,
   };
   writeFileSync(path.join(dir, "upgrade.json"), `${JSON.stringify(snapshot, null, 2)}\n`, { mode: 0o600 });
   return snapshot;
