@@ -44,7 +44,7 @@ export const dashboardFeature: MagpieFeature = {
     if (!LOOPBACK_HOSTS.has(http.host)) {
       app.logger.warn(
         { host: http.host, port: http.port },
-        "the dashboard listens on a non-loopback address: put a TLS reverse proxy in front (README: Dashboard)",
+        "the dashboard listens on a non-loopback address: put a TLS reverse proxy in front (docs/dashboard.md)",
       );
     }
     app.logger.info("dashboard-enabled");

@@ -35,7 +35,7 @@ export async function findInstall(mainScript: string): Promise<Install> {
   if (!script.endsWith(`${path.sep}${MAIN_SCRIPT}`)) {
     throw new UpgradeError(
       "upgrade.unknown_install",
-      `Magpie runs from ${script}, not from a checkout's ${MAIN_SCRIPT}; magpie upgrade only upgrades a git checkout. Upgrade by hand (README → Upgrades).`,
+      `Magpie runs from ${script}, not from a checkout's ${MAIN_SCRIPT}; magpie upgrade only upgrades a git checkout. Upgrade by hand (docs/operations.md → Upgrades).`,
     );
   }
   const link = path.resolve(script, "..", "..", "..");
@@ -44,7 +44,7 @@ export async function findInstall(mainScript: string): Promise<Install> {
   if (!topLevel || realpathSync(topLevel) !== checkout) {
     throw new UpgradeError(
       "upgrade.not_git",
-      `${checkout} is not a git checkout, so magpie upgrade can't install a release beside it. With Docker: pull the new image and run docker compose up -d (README → Upgrades).`,
+      `${checkout} is not a git checkout, so magpie upgrade can't install a release beside it. With Docker: pull the new image and run docker compose up -d (docs/operations.md → Upgrades).`,
     );
   }
   const changes = await git(checkout, ["status", "--porcelain", "--untracked-files=normal"]);

@@ -66,7 +66,7 @@ export async function runUpgrade(options: UpgradeOptions): Promise<UpgradeOutcom
     if (!instance) {
       throw new UpgradeError(
         "upgrade.not_running",
-        `No Magpie is running on ${dataDir}. magpie upgrade restarts the running Magpie the way it was started; start it first (or upgrade by hand: README → Upgrades).`,
+        `No Magpie is running on ${dataDir}. magpie upgrade restarts the running Magpie the way it was started; start it first (or upgrade by hand: docs/operations.md → Upgrades).`,
       );
     }
     if (instance.mode === "chat") {

@@ -7,7 +7,7 @@ export const httpSchema = z
     port: z.number().int().min(0).max(65535).default(8787),
     /** `/healthz` answers 503 while the event loop is blocked longer than this (and as long again after). */
     maxEventLoopBlockMs: z.number().int().min(100).max(600_000).default(5_000),
-    /** The web dashboard and webchat on the same port (off by default); see README "Dashboard". */
+    /** The web dashboard and webchat on the same port (off by default); see docs/dashboard.md. */
     dashboard: z
       .strictObject({
         enabled: z.boolean().default(false),
@@ -26,7 +26,7 @@ export const httpSchema = z
         }
       }),
     /**
-     * `GET /metrics` in Prometheus text (off by default; see README "Metrics"). Without a token only loopback
+     * `GET /metrics` in Prometheus text (off by default; see docs/operations.md → Metrics). Without a token only loopback
      * clients are served; with one, every client must send `Authorization: Bearer <token>` (MAGPIE_METRICS_TOKEN).
      */
     metrics: z
