@@ -14,6 +14,7 @@ import mqtt from "mqtt";
 import { parseConfig } from "../src/config/load.js";
 import { ownerIdentity } from "../src/core/identity.js";
 import { silentLogger } from "../src/log/logger.js";
+import { Store } from "../src/store/index.js";
 import type { TriggerDefinition } from "../src/triggers/trigger.js";
 import { createTriggerActions } from "../src/triggers/trigger-actions.js";
 import { TriggerRuntime } from "../src/triggers/trigger-runtime.js";
@@ -108,6 +109,7 @@ async function flood(
     ),
     logger: silentLogger(),
     now: () => Date.now(),
+    kv: Store.open(":memory:").kv,
     mqttClientId: `bench-${process.pid}-${name}`,
     run: createTriggerActions({
       // The outbox hand-off is where "message" ends for the trigger: the send itself is the channel's.

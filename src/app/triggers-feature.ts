@@ -1,5 +1,4 @@
 import { ConfigError } from "../core/errors.js";
-import type { SerialBackend } from "../hardware/serial-backend.js";
 import { createPhoneNotifier } from "../notify/phone.js";
 import type { TriggerDefinition } from "../triggers/trigger.js";
 import type { TriggerRuntime } from "../triggers/trigger-runtime.js";
@@ -17,7 +16,7 @@ const MQTT_CLIENT_ID_KEY = "triggers.mqtt_client_id";
  * and `mqtt_publish`. The runtime (CEL predicates, the MQTT client) is loaded only when a trigger exists or a
  * tool asks for it: a box without triggers loads neither.
  */
-export function createTriggersFeature(options: { serial?: SerialBackend } = {}): MagpieFeature {
+export function createTriggersFeature(): MagpieFeature {
   return {
     name: "triggers",
     async setup(app) {
@@ -25,7 +24,7 @@ export function createTriggersFeature(options: { serial?: SerialBackend } = {}):
         config: () => app.config.triggers,
         kv: app.store.kv,
         authority: () => app.authority(),
-        load: (definitions) => loadRuntime(app, definitions, options.serial),
+        load: (definitions) => loadRuntime(app, definitions),
       });
       app.services.triggers = service;
       app.commands.register(triggersCommand(service));
@@ -54,11 +53,7 @@ export function createTriggersFeature(options: { serial?: SerialBackend } = {}):
   };
 }
 
-async function loadRuntime(
-  app: AppContext,
-  definitions: TriggerDefinition[],
-  serial: SerialBackend | undefined,
-): Promise<TriggerRuntime> {
+async function loadRuntime(app: AppContext, definitions: TriggerDefinition[]): Promise<TriggerRuntime> {
   const { TriggerRuntime } = await import("../triggers/trigger-runtime.js");
   const { createTriggerActions } = await import("../triggers/trigger-actions.js");
   const { newClientIdPrefix } = await import("../triggers/mqtt-hub.js");
@@ -75,7 +70,7 @@ async function loadRuntime(
     now: () => app.clock.now(),
     events: app.events,
     ...(app.services.hardware ? { hardware: app.services.hardware } : {}),
-    ...(serial ? { serial } : {}),
+    kv: app.store.kv,
     mqttClientId: clientId,
     run: createTriggerActions({
       messenger: app.messenger,

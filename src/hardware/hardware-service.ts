@@ -49,6 +49,7 @@ export class HardwareService {
     this.roots = ports.roots ?? REAL_HOST;
     this.serial = new SerialManager({
       backend: ports.serial ?? nodeSerialBackend,
+      boards: config.boards,
       ...(ports.serialIdleMs ? { idleMs: ports.serialIdleMs } : {}),
     });
     const gpioOfPi = ports.gpio ?? ((board: BoardConfig) => new OnoffGpio(board.gpioChip, this.roots));

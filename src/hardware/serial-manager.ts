@@ -1,5 +1,7 @@
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
+import type { BoardConfig } from "../config/sections/hardware.js";
 import { ToolError } from "../core/tool-error.js";
+import { boardBaud } from "./boards.js";
 import type { SerialBackend, SerialStream } from "./serial-backend.js";
 
 export type LineEnding = "lf" | "crlf" | "cr" | "none";
@@ -13,11 +15,15 @@ interface OpenPort {
   path: string;
   baud: number;
   lineEnding: LineEnding;
-  /** The session that opened it with the serial tool, or null while only board requests use it. */
+  /** The session that opened it with the serial tool, or null while only board requests and listeners use it. */
   owner: string | null;
   stream: SerialStream;
   lines: string[];
   partial: string;
+  /** The line being received is past MAX_LINE_CHARS: listeners skip it whole. */
+  overlong: boolean;
+  /** Whole lines for listeners (serial triggers): the port stays open while one listens. */
+  listeners: Set<SerialListener>;
   waiters: Array<{ resolve: (line: string) => void; reject: (error: ToolError) => void }>;
   /** Serializes request/response exchanges (query, board protocol) on one line. */
   queue: Promise<unknown>;
@@ -25,17 +31,63 @@ interface OpenPort {
   presence: NodeJS.Timeout;
 }
 
+/** Lines of a port for a listener (a serial trigger); `closed` when the device goes away. */
+export interface SerialListener {
+  line(line: string): void;
+  closed?(error: Error | null): void;
+}
+
 export interface SerialManagerOptions {
   backend: SerialBackend;
+  /**
+   * The configured boards (`hardware.boards`): the only devices this manager opens, whoever asks — the serial
+   * tool, a board request, a serial trigger (DESIGN.md → Security → "One guard per resource").
+   */
+  boards: readonly Pick<BoardConfig, "name" | "port" | "baud">[];
   /** Ports a session opened and left unused this long are closed (the session is over). Default 10 min. */
   idleMs?: number;
 }
 
-/** Open serial lines: one owner (session) per port, lines buffered for `read`, closed when idle or on stop. */
+/**
+ * Open serial lines: only configured boards' ports, one owner (session) per port, lines buffered for `read` and
+ * handed to listeners, closed when idle (and nobody listens) or on stop.
+ */
 export class SerialManager {
   private readonly ports = new Map<string, OpenPort>();
 
   constructor(private readonly options: SerialManagerOptions) {}
+
+  /**
+   * The configured port a board name or device path stands for (its path as configured, and its baud), or null.
+   * A path is judged by where it lands: another spelling of a board's device (a symlink, `..`) is that board's
+   * port; any other device is not one Magpie opens.
+   */
+  configuredPort(nameOrPath: string): { path: string; baud: number } | null {
+    const boards = this.options.boards.filter((board) => board.port);
+    const named =
+      boards.find((board) => board.name === nameOrPath || board.port === nameOrPath) ??
+      boards.find((board) => {
+        const real = realPath(nameOrPath);
+        return real !== null && real === realPath(board.port!);
+      });
+    return named?.port ? { path: named.port, baud: boardBaud(named) } : null;
+  }
+
+  /** Throws unless `nameOrPath` is a configured board's port; returns that port. */
+  private guarded(nameOrPath: string): { path: string; baud: number } {
+    const port = this.configuredPort(nameOrPath);
+    if (!port)
+      throw new ToolError(
+        "serial.port_not_configured",
+        `"${nameOrPath}" is not a configured board's port, and Magpie opens no other serial device. Configured: ${this.describeBoards()}.`,
+      );
+    return port;
+  }
+
+  private describeBoards(): string {
+    const boards = this.options.boards.filter((board) => board.port);
+    return boards.map((board) => `${board.name}=${board.port}`).join(", ") || "none (hardware.boards)";
+  }
 
   list() {
     return this.options.backend.list();
@@ -56,6 +108,7 @@ export class SerialManager {
     path: string,
     settings: { baud: number; lineEnding: LineEnding; owner: string | null },
   ): Promise<{ path: string; baud: number; alreadyOpen: boolean }> {
+    path = this.guarded(path).path;
     const current = this.ports.get(path);
     if (current) {
       this.checkOwner(current, settings.owner);
@@ -73,6 +126,8 @@ export class SerialManager {
       stream,
       lines: [],
       partial: "",
+      overlong: false,
+      listeners: new Set(),
       waiters: [],
       queue: Promise.resolve(),
       idleTimer: null,
@@ -123,6 +178,7 @@ export class SerialManager {
     message: Record<string, unknown>,
     timeoutMs: number,
   ): Promise<Record<string, unknown>> {
+    path = this.guarded(path).path;
     if (!this.ports.has(path)) await this.open(path, { baud, lineEnding: "lf", owner: null });
     const port = this.ports.get(path)!;
     return this.exclusive(port, async () => {
@@ -137,17 +193,41 @@ export class SerialManager {
     });
   }
 
-  /** Closes `path` (its owner only). */
+  /**
+   * Delivers every whole line of a configured port to `listener` (opened for it when needed, at the board's baud
+   * unless `baud` is given). Lines longer than 4,096 characters are skipped whole. Returns the stop; the port
+   * closes once nobody listens, owns or uses it.
+   */
+  async listen(nameOrPath: string, baud: number | undefined, listener: SerialListener): Promise<() => void> {
+    const configured = this.guarded(nameOrPath);
+    if (!this.ports.has(configured.path))
+      await this.open(configured.path, { baud: baud ?? configured.baud, lineEnding: "lf", owner: null });
+    const port = this.ports.get(configured.path)!;
+    port.listeners.add(listener);
+    return () => {
+      port.listeners.delete(listener);
+      if (port.listeners.size === 0) this.touch(port);
+    };
+  }
+
+  /** Closes `path` (its owner only); while a listener reads it, only the ownership ends. */
   async close(path: string, owner: string | null): Promise<void> {
     const port = this.usable(path, owner);
-    await this.shut(port);
+    await this.release(port);
   }
 
   /** Closes the ports a session owns (the session ended: /reset). */
   async closeOwnedBy(owner: string): Promise<void> {
     await Promise.all(
-      [...this.ports.values()].filter((port) => port.owner === owner).map((port) => this.shut(port)),
+      [...this.ports.values()].filter((port) => port.owner === owner).map((port) => this.release(port)),
     );
+  }
+
+  /** A session is done with a port: it closes, unless a listener still reads it (then it only loses its owner). */
+  private async release(port: OpenPort): Promise<void> {
+    if (port.listeners.size === 0) return this.shut(port);
+    port.owner = null;
+    port.lines = [];
   }
 
   /** Closes every port (shutdown). */
@@ -223,9 +303,16 @@ export class SerialManager {
   private received(port: OpenPort, chunk: Buffer): void {
     port.partial += chunk.toString("utf8");
     const parts = port.partial.split(/\r?\n|\r/);
-    port.partial = (parts.pop() ?? "").slice(-MAX_LINE_CHARS);
+    const rest = parts.pop() ?? "";
+    port.partial = rest.slice(-MAX_LINE_CHARS);
+    let overlong = port.overlong;
+    port.overlong = rest.length > MAX_LINE_CHARS || (parts.length === 0 && port.overlong);
     for (const part of parts) {
       const line = part.slice(0, MAX_LINE_CHARS);
+      // A listener gets whole lines only: one cut at the cap (or whose head was dropped) is another line.
+      if (!overlong && part.length <= MAX_LINE_CHARS && line !== "")
+        for (const listener of port.listeners) listener.line(line);
+      overlong = false;
       if (line === "") continue;
       const waiter = port.waiters.shift();
       if (waiter) waiter.resolve(line);
@@ -243,6 +330,8 @@ export class SerialManager {
     clearInterval(port.presence);
     if (error) void port.stream.close().catch(() => undefined);
     for (const waiter of port.waiters.splice(0)) waiter.reject(portGone(port.path, error));
+    for (const listener of port.listeners) listener.closed?.(error);
+    port.listeners.clear();
   }
 
   private async shut(port: OpenPort): Promise<void> {
@@ -252,7 +341,8 @@ export class SerialManager {
 
   private touch(port: OpenPort): void {
     if (port.idleTimer) clearTimeout(port.idleTimer);
-    port.idleTimer = setTimeout(() => void this.shut(port), this.options.idleMs ?? 600_000);
+    // An idle session gives the port up; a listener keeps it open.
+    port.idleTimer = setTimeout(() => void this.release(port), this.options.idleMs ?? 600_000);
     port.idleTimer.unref();
   }
 }
@@ -262,6 +352,15 @@ function portGone(path: string, error: Error | null): ToolError {
     "serial.port_closed",
     `${path} closed${error ? ` (${error.message})` : ""}: the device went away or the port was closed. Check the cable, then "open" it again.`,
   );
+}
+
+/** The path with every symlink and `..` resolved, or null when it does not exist. */
+function realPath(file: string): string | null {
+  try {
+    return realpathSync(file);
+  } catch {
+    return null;
+  }
 }
 
 function parseObject(line: string): Record<string, unknown> | null {

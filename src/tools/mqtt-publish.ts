@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { topicMatches } from "../triggers/mqtt-topic.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { requireHighRisk } from "./hardware-support.js";
 import { triggerCall, triggersOf } from "./trigger-shared.js";
@@ -31,25 +32,18 @@ export const mqttPublishTool = defineTool({
         "mqtt.bad_topic",
         `"${input.topic}" has a wildcard (+ or #); publish to one topic.`,
       );
-    const { topicMatches } = await import("../triggers/mqtt-hub.js");
     const allowed = context.config.mqtt.publishAllow.some((filter) => topicMatches(filter, input.topic));
     if (!allowed)
       await requireHighRisk(context, `mqtt_publish ${input.topic} ← ${input.payload.slice(0, 200)}`);
     const triggers = triggersOf(context);
     return triggerCall(async () => {
       const runtime = await triggers.ready();
-      const { mqtt } = context.config;
-      if (!mqtt.url) throw new ToolError("mqtt.not_configured", "Set mqtt.url to publish.");
-      await runtime.mqtt.publish(
-        {
-          url: mqtt.url,
-          ...(mqtt.username ? { username: mqtt.username } : {}),
-          ...(mqtt.password ? { password: mqtt.password } : {}),
-        },
-        input.topic,
-        input.payload,
-        { qos: input.qos ?? 1, retain: input.retain ?? false },
-      );
+      if (!context.config.mqtt.url) throw new ToolError("mqtt.not_configured", "Set mqtt.url to publish.");
+      // The hub reaches the configured broker only (with its credentials).
+      await runtime.mqtt.publish(input.topic, input.payload, {
+        qos: input.qos ?? 1,
+        retain: input.retain ?? false,
+      });
       return { published: true, topic: input.topic, bytes: Buffer.byteLength(input.payload) };
     });
   },

@@ -1,9 +1,17 @@
 import { createHash, randomBytes } from "node:crypto";
 import mqtt, { type MqttClient } from "mqtt";
 import type { Logger } from "pino";
+import type { MqttConfig } from "../config/sections/triggers.js";
+import { redactUrl, sameBroker } from "./mqtt-broker.js";
+import { topicMatches } from "./mqtt-topic.js";
+import type { RetainedLedger } from "./retained-ledger.js";
+import { TriggerError } from "./trigger-error.js";
 
-/** The broker settings (`mqtt` at top level, or a trigger's own `url`). */
-export interface BrokerSettings {
+export { redactUrl } from "./mqtt-broker.js";
+export { topicMatches } from "./mqtt-topic.js";
+
+/** Where a connection goes and what it logs in with. */
+interface BrokerSettings {
   url: string;
   username?: string;
   password?: string;
@@ -15,13 +23,51 @@ export interface MqttMessage {
   payload: Buffer;
 }
 
+/** What a trigger asks the hub for. */
+export interface MqttSubscription {
+  /** The broker: omitted for the configured one (`mqtt.url`). */
+  url?: string;
+  /**
+   * True for a trigger from the config file, whose owner may name another broker (reached without the configured
+   * credentials); a trigger made in chat gets the configured broker only.
+   */
+  ownerNamed: boolean;
+  filter: string;
+  /** Who receives (the trigger's name): each message reaches it once, a retained one once per change. */
+  key: string;
+}
+
+interface Listener {
+  key: string;
+  deliver: (message: MqttMessage) => void;
+}
+
+interface Subscription {
+  /** MQTT 5 subscription identifier: the broker names it in each message this subscription brought. */
+  id: number;
+  listeners: Set<Listener>;
+}
+
 interface Broker {
   client: MqttClient;
-  /** Topic filter → listeners. */
-  filters: Map<string, Set<(message: MqttMessage) => void>>;
+  /** Topic filter → its subscription. */
+  filters: Map<string, Subscription>;
+  /** Subscription identifier → topic filter. */
+  ids: Map<number, string>;
   /** Recent QoS 1 deliveries (message id + content): a redelivered one (DUP) is not run twice. */
   recent: Set<string>;
   connected: Promise<void>;
+}
+
+export interface MqttHubDeps {
+  logger: Logger;
+  /** Stable per install: the broker keeps the session (and what arrived meanwhile) under this id. */
+  clientIdPrefix: string;
+  /** `mqtt` from the config, read at each connect (a reload replaces it): the one broker that gets credentials. */
+  settings: () => Pick<MqttConfig, "url" | "username" | "password">;
+  /** Brokers the owner named in the config file (`triggers.<name>.on.mqtt.url`), read at each connect. */
+  ownerNamed: () => string[];
+  retained: RetainedLedger;
 }
 
 const FIRST_RETRY_MS = 1_000;
@@ -32,49 +78,72 @@ const LONGEST_RETRY_MS = 60_000;
 const RECENT_KEPT = 1_000;
 /** The largest MQTT payload a trigger reads (a sensor reading, not a file). */
 export const MAX_MQTT_PAYLOAD = 256 * 1024;
+/** How long the broker keeps Magpie's session (subscriptions, messages meanwhile) while it is away. */
+const SESSION_EXPIRY_SECS = 7 * 24 * 3600;
+/** MQTT 5's largest subscription identifier. */
+const MAX_SUBSCRIPTION_ID = 268_435_455;
 
 /**
- * One MQTT connection per broker, shared by every trigger on it and by `mqtt_publish` (the `mqtt` package; this
- * module is loaded only with the trigger runtime). Subscriptions are QoS 1 in a persistent session (`clean: false`), so messages published
- * while Magpie was away arrive when it reconnects; reconnects back off from 1 s to 60 s.
+ * One MQTT 5 connection per broker, shared by every trigger on it and by `mqtt_publish` (the `mqtt` package; this
+ * module is loaded only with the trigger runtime). It is the one place a broker is reached (DESIGN.md → Security →
+ * "One guard per resource"): the configured `mqtt.url` with its credentials, a broker the owner named in the
+ * config file without them, nothing else — whoever asks.
+ *
+ * Subscriptions are QoS 1 in a persistent session, so messages published while Magpie was away arrive when it
+ * reconnects; reconnects back off from 1 s to 60 s. Each subscription carries an identifier, so a message that
+ * matches two overlapping filters (`a/#`, `a/+`) reaches each trigger once; retained messages keep their flag
+ * (retain-as-published), and one a trigger already handled is not handled again after a resubscribe or restart.
  */
 export class MqttHub {
   private readonly brokers = new Map<string, Broker>();
   private readonly pending = new Set<Promise<void>>();
 
-  constructor(
-    private readonly logger: Logger,
-    /** Stable per install: the broker keeps the session (and what arrived meanwhile) under this id. */
-    private readonly clientIdPrefix: string,
-  ) {}
+  constructor(private readonly deps: MqttHubDeps) {}
 
   /**
-   * Subscribes `listener` to `filter` on the broker (connecting on first use, in the background: a broker that
-   * is down never holds up start-up). Returns the unsubscribe; `settled()` waits for the broker's answer.
+   * Subscribes `deliver` to a filter (connecting on first use, in the background: a broker that is down never
+   * holds up start-up). A broker it may not reach is refused here and logged. Returns the unsubscribe;
+   * `settled()` waits for the broker's answer.
    */
-  subscribe(settings: BrokerSettings, filter: string, listener: (message: MqttMessage) => void): () => void {
+  subscribe(request: MqttSubscription, deliver: (message: MqttMessage) => void): () => void {
     let stopped = false;
     let stop = () => {};
-    const subscribing = this.broker(settings).then(async (broker) => {
+    const { filter } = request;
+    const listener: Listener = { key: request.key, deliver };
+    const subscribing = (async () => {
+      const broker = this.broker(this.settingsFor(request.url, request.ownerNamed));
       if (stopped) return;
-      let listeners = broker.filters.get(filter);
-      const first = !listeners;
-      listeners ??= new Set();
-      broker.filters.set(filter, listeners);
-      listeners.add(listener);
+      let subscription = broker.filters.get(filter);
+      const first = !subscription;
+      if (!subscription) {
+        subscription = { id: subscriptionId(broker, filter), listeners: new Set() };
+        broker.filters.set(filter, subscription);
+        broker.ids.set(subscription.id, filter);
+      }
+      subscription.listeners.add(listener);
+      const current = subscription;
       stop = () => {
-        const current = broker.filters.get(filter);
-        current?.delete(listener);
-        if (current && current.size === 0) {
-          broker.filters.delete(filter);
-          if (broker.client.connected) broker.client.unsubscribe(filter);
-        }
+        current.listeners.delete(listener);
+        if (current.listeners.size > 0 || broker.filters.get(filter) !== current) return;
+        broker.filters.delete(filter);
+        broker.ids.delete(current.id);
+        if (broker.client.connected) broker.client.unsubscribe(filter);
       };
       // Sent now or, while the broker is away, on connecting (mqtt.js queues it).
-      if (first) await broker.client.subscribeAsync(filter, { qos: 1 });
-    });
+      if (first)
+        await broker.client.subscribeAsync(filter, {
+          qos: 1,
+          rap: true,
+          properties: { subscriptionIdentifier: current.id },
+        });
+    })();
     const tracked = subscribing
-      .catch((error: unknown) => this.logger.error({ filter, err: error }, "mqtt-subscribe-failed"))
+      .catch((error: unknown) =>
+        this.deps.logger.error(
+          { filter, error: error instanceof Error ? error.message : String(error) },
+          "mqtt-subscribe-failed",
+        ),
+      )
       .finally(() => this.pending.delete(tracked));
     this.pending.add(tracked);
     return () => {
@@ -88,14 +157,10 @@ export class MqttHub {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
-  /** Publishes one message; resolves when the broker took it (QoS 1/2) or it was written (QoS 0). */
-  async publish(
-    settings: BrokerSettings,
-    topic: string,
-    payload: string,
-    options: { qos: 0 | 1 | 2; retain: boolean },
-  ): Promise<void> {
-    const broker = await this.broker(settings);
+  /** Publishes one message to the configured broker; resolves when it took it (QoS 1/2) or it was written (QoS 0). */
+  async publish(topic: string, payload: string, options: { qos: 0 | 1 | 2; retain: boolean }): Promise<void> {
+    const settings = this.settingsFor(undefined, false);
+    const broker = this.broker(settings);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -125,16 +190,40 @@ export class MqttHub {
     await Promise.all(brokers.map((broker) => broker.client.endAsync().catch(() => undefined)));
   }
 
-  private async broker(settings: BrokerSettings): Promise<Broker> {
+  /**
+   * The guard: the configured broker (with `mqtt.username`/`mqtt.password`), or — for the owner's config file
+   * only — a broker named there, without those credentials. Anything else throws `mqtt.broker_not_allowed`.
+   */
+  private settingsFor(url: string | undefined, ownerNamed: boolean): BrokerSettings {
+    const configured = this.deps.settings();
+    if (url === undefined || (configured.url !== undefined && sameBroker(url, configured.url))) {
+      if (!configured.url)
+        throw new TriggerError("mqtt.not_configured", "No MQTT broker is configured: set mqtt.url.");
+      return {
+        url: configured.url,
+        ...(configured.username ? { username: configured.username } : {}),
+        ...(configured.password ? { password: configured.password } : {}),
+      };
+    }
+    if (ownerNamed && this.deps.ownerNamed().some((named) => sameBroker(named, url))) return { url };
+    throw new TriggerError(
+      "mqtt.broker_not_allowed",
+      `${redactUrl(url)} is not the configured MQTT broker (mqtt.url); Magpie connects to no other broker${ownerNamed ? " than those the config file names" : ""}.`,
+    );
+  }
+
+  private broker(settings: BrokerSettings): Broker {
     const existing = this.brokers.get(settings.url);
     if (existing) return existing;
     const id = createHash("sha256")
-      .update(`${this.clientIdPrefix}|${settings.url}`)
+      .update(`${this.deps.clientIdPrefix}|${settings.url}`)
       .digest("hex")
       .slice(0, 12);
     const client = mqtt.connect(settings.url, {
       clientId: `magpie-${id}`,
+      protocolVersion: 5,
       clean: false,
+      properties: { sessionExpiryInterval: SESSION_EXPIRY_SECS },
       reconnectPeriod: FIRST_RETRY_MS,
       connectTimeout: 10_000,
       resubscribe: true,
@@ -142,35 +231,65 @@ export class MqttHub {
       ...(settings.password ? { password: settings.password } : {}),
     });
     const connected = new Promise<void>((resolve) => client.once("connect", () => resolve()));
-    const broker: Broker = { client, filters: new Map(), recent: new Set(), connected };
+    const broker: Broker = { client, filters: new Map(), ids: new Map(), recent: new Set(), connected };
     this.brokers.set(settings.url, broker);
+    const logger = this.deps.logger;
     client.on("connect", () => {
       client.options.reconnectPeriod = FIRST_RETRY_MS;
-      this.logger.info({ broker: redactUrl(settings.url) }, "mqtt-connected");
+      logger.info({ broker: redactUrl(settings.url) }, "mqtt-connected");
     });
     client.on("offline", () => {
       // Back off: each failed reconnect waits twice as long, up to a minute.
       const period = client.options.reconnectPeriod ?? FIRST_RETRY_MS;
       client.options.reconnectPeriod = Math.min(period * 2, LONGEST_RETRY_MS);
-      this.logger.warn({ broker: redactUrl(settings.url), retryMs: period }, "mqtt-offline");
+      logger.warn({ broker: redactUrl(settings.url), retryMs: period }, "mqtt-offline");
     });
-    client.on("error", (error) =>
-      this.logger.warn({ broker: redactUrl(settings.url), err: error }, "mqtt-error"),
-    );
+    client.on("error", (error) => logger.warn({ broker: redactUrl(settings.url), err: error }, "mqtt-error"));
     client.on("message", (topic, payload, packet) => {
       if (payload.length > MAX_MQTT_PAYLOAD) {
-        this.logger.warn({ topic, bytes: payload.length }, "mqtt-payload-too-large");
+        logger.warn({ topic, bytes: payload.length }, "mqtt-payload-too-large");
         return;
       }
       if (packet.qos > 0 && !firstDelivery(broker.recent, packet.messageId, packet.dup, topic, payload))
         return;
-      for (const [filter, listeners] of broker.filters) {
-        if (!topicMatches(filter, topic)) continue;
-        for (const listener of listeners) listener({ topic, payload });
+      for (const subscription of subscriptionsOf(broker, topic, packet.properties?.subscriptionIdentifier)) {
+        for (const listener of subscription.listeners) {
+          if (packet.retain && !this.deps.retained.take(listener.key, topic, payload)) {
+            logger.debug({ trigger: listener.key, topic }, "mqtt-retained-already-handled");
+            continue;
+          }
+          listener.deliver({ topic, payload });
+        }
       }
     });
     return broker;
   }
+}
+
+/**
+ * The subscriptions a message came through: those whose identifiers it carries (one message per matching
+ * subscription, or one naming them all — either way each filter once), each re-checked against the topic. A
+ * message without identifiers (a broker that sends none) goes to every matching filter.
+ */
+function subscriptionsOf(broker: Broker, topic: string, ids: number | number[] | undefined): Subscription[] {
+  const filters =
+    ids === undefined
+      ? [...broker.filters.keys()]
+      : (Array.isArray(ids) ? ids : [ids]).flatMap((id) => broker.ids.get(id) ?? []);
+  return [...new Set(filters)].flatMap((filter) => {
+    const subscription = broker.filters.get(filter);
+    return subscription && topicMatches(filter, topic) ? [subscription] : [];
+  });
+}
+
+/**
+ * A filter's subscription identifier: derived from the filter, so after a restart the messages the broker kept
+ * for the session (tagged with the identifiers of the previous run) still find their filter.
+ */
+function subscriptionId(broker: Broker, filter: string): number {
+  let id = 1 + (createHash("sha256").update(filter).digest().readUInt32BE(0) % MAX_SUBSCRIPTION_ID);
+  while (broker.ids.has(id) && broker.ids.get(id) !== filter) id = (id % MAX_SUBSCRIPTION_ID) + 1;
+  return id;
 }
 
 /**
@@ -190,34 +309,6 @@ export function firstDelivery(
   recent.add(key);
   if (recent.size > RECENT_KEPT) recent.delete(recent.values().next().value as string);
   return true;
-}
-
-/** MQTT topic matching: `+` one level, `#` the rest (and the parent level itself). */
-export function topicMatches(filter: string, topic: string): boolean {
-  const filterLevels = filter.split("/");
-  const topicLevels = topic.split("/");
-  for (let index = 0; index < filterLevels.length; index++) {
-    const level = filterLevels[index];
-    if (level === "#") return index > 0 || !topic.startsWith("$");
-    if (index >= topicLevels.length) return false;
-    if (level === "+") {
-      if (index === 0 && topic.startsWith("$")) return false;
-      continue;
-    }
-    if (level !== topicLevels[index]) return false;
-  }
-  return filterLevels.length === topicLevels.length;
-}
-
-/** The broker URL without its password, for logs. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "(invalid url)";
-  }
 }
 
 /** A random client id suffix for installs that have none yet. */

@@ -10,6 +10,7 @@ import { mayDeliverNow, promptJobToolSet } from "../scheduler/job-authority.js";
 import { shellOutputText } from "../scheduler/report.js";
 import { renderTemplate } from "./template.js";
 import type { TriggerDefinition, TriggerEvent } from "./trigger.js";
+import { authorityRefusal } from "./trigger-authority.js";
 import type { ActionRunner } from "./trigger-engine.js";
 import { quoteEvent } from "./untrusted-event.js";
 
@@ -44,12 +45,9 @@ function triggerApprover(trigger: TriggerDefinition, authority: AuthorityPort): 
 
 /** Why a trigger may not act at all any more (null when it may): the jobs' rule. */
 export function triggerRefusal(trigger: TriggerDefinition): string | null {
-  const { identity, toolNames } = trigger.creator;
-  if (identity.role === "guest")
-    return `Refused (trigger.guest_not_allowed): trigger "${trigger.name}" was made by a guest; it does not run.`;
-  if ("command" in trigger.do && toolNames && !toolNames.includes("shell"))
-    return `Refused (trigger.tool_not_allowed): trigger "${trigger.name}" runs a command, and the turn that made it had no shell tool.`;
-  return null;
+  const refusal = authorityRefusal(trigger);
+  if (!refusal) return null;
+  return `Refused (${refusal.code}): trigger "${trigger.name}" does not run — ${refusal.message}.`;
 }
 
 /**

@@ -4,28 +4,29 @@ import { errorMessage } from "../core/errors.js";
 import type { EventPublisher } from "../core/events.js";
 import type { PinEdge } from "../hardware/gpio-service.js";
 import type { HardwareService } from "../hardware/hardware-service.js";
-import { nodeSerialBackend, type SerialBackend } from "../hardware/serial-backend.js";
 import { compileCron, cronProblem } from "../scheduler/cron-expression.js";
+import type { KvRepository } from "../store/kv.js";
 import { linearRegex } from "./linear-regex.js";
-import { type BrokerSettings, MqttHub } from "./mqtt-hub.js";
+import { sameBroker } from "./mqtt-broker.js";
+import { MqttHub } from "./mqtt-hub.js";
+import { chatFilterProblem, topicFilterProblem } from "./mqtt-topic.js";
 import { predicateProblem } from "./predicate.js";
+import { RetainedLedger } from "./retained-ledger.js";
 import type { TriggerCounts, TriggerDefinition, TriggerEvent, TriggerResult } from "./trigger.js";
+import { authorityRefusal } from "./trigger-authority.js";
 import { type ActionRunner, TriggerEngine } from "./trigger-engine.js";
 import { parseBody } from "./webhook-handler.js";
 
-/** The longest serial line a trigger reads; the rest of a longer one is dropped. */
-const MAX_SERIAL_LINE = 4_096;
-
 export interface TriggerRuntimeDeps {
-  config: Pick<MagpieConfig, "mqtt" | "hardware" | "timezone" | "notify">;
+  config: Pick<MagpieConfig, "mqtt" | "hardware" | "timezone" | "notify" | "triggers">;
   run: ActionRunner;
   logger: Logger;
   now: () => number;
   events?: EventPublisher;
-  /** The hardware feature's service, for GPIO sources (absent without boards). */
+  /** The hardware feature's service, for GPIO and serial sources (absent without boards). */
   hardware?: HardwareService;
-  /** Serial lines (tests: a PTY through the real backend). */
-  serial?: SerialBackend;
+  /** Where the last handled retained MQTT message per trigger and topic is kept. */
+  kv: KvRepository;
   /** Stable per install: MQTT session ids. */
   mqttClientId: string;
 }
@@ -38,6 +39,7 @@ export interface TriggerRuntimeDeps {
 export class TriggerRuntime {
   readonly engine: TriggerEngine;
   readonly mqtt: MqttHub;
+  private readonly retained: RetainedLedger;
   private readonly detach = new Map<string, () => void>();
   private closed = false;
 
@@ -48,7 +50,14 @@ export class TriggerRuntime {
       now: deps.now,
       ...(deps.events ? { events: deps.events } : {}),
     });
-    this.mqtt = new MqttHub(deps.logger, deps.mqttClientId);
+    this.retained = new RetainedLedger(deps.kv);
+    this.mqtt = new MqttHub({
+      logger: deps.logger,
+      clientIdPrefix: deps.mqttClientId,
+      settings: () => deps.config.mqtt,
+      ownerNamed: () => ownerNamedBrokers(deps.config.triggers),
+      retained: this.retained,
+    });
   }
 
   /**
@@ -58,13 +67,15 @@ export class TriggerRuntime {
   problems(trigger: TriggerDefinition): string[] {
     const at = `triggers.${trigger.name}`;
     const problems: string[] = [];
+    // A trigger made in chat reaches a device, pin or broker only if its creator's turn had the tool for it.
+    const refusal = trigger.source === "chat" ? authorityRefusal(trigger) : null;
+    if (refusal) problems.push(`${at}: ${refusal.message}`);
     if (trigger.when !== undefined) {
       const problem = predicateProblem(trigger.when);
       if (problem) problems.push(`${at}.when: ${problem}`);
     }
     const on = trigger.on;
-    if ("mqtt" in on && !this.broker(trigger))
-      problems.push(`${at}.on.mqtt: no broker — set mqtt.url (or on.mqtt.url)`);
+    if ("mqtt" in on) problems.push(...this.mqttProblems(trigger, on.mqtt, at));
     if ("gpio" in on) {
       const pin = this.deps.config.hardware.pins[on.gpio.pin];
       if (!pin)
@@ -76,6 +87,13 @@ export class TriggerRuntime {
     if ("serial" in on) {
       const compiled = linearRegex(on.serial.match);
       if (typeof compiled === "string") problems.push(`${at}.on.serial.match: ${compiled}`);
+      const serial = this.deps.hardware?.serial;
+      if (!serial)
+        problems.push(`${at}.on.serial: no hardware.boards are configured (a serial trigger reads a board's port)`);
+      else if (!serial.configuredPort(on.serial.port))
+        problems.push(
+          `${at}.on.serial.port: "${on.serial.port}" is not a configured board's port — name a board from hardware.boards or its port`,
+        );
     }
     if ("cron" in on) {
       const problem = cronProblem(on.cron);
@@ -105,6 +123,7 @@ export class TriggerRuntime {
   remove(name: string): boolean {
     this.detach.get(name)?.();
     this.detach.delete(name);
+    this.retained.forget(name);
     return this.engine.remove(name);
   }
 
@@ -131,16 +150,26 @@ export class TriggerRuntime {
     await this.mqtt.close();
   }
 
-  /** The broker of an MQTT trigger: its own url, else the top-level `mqtt`. */
-  broker(trigger: TriggerDefinition): BrokerSettings | null {
-    const { mqtt } = this.deps.config;
-    const url = "mqtt" in trigger.on ? (trigger.on.mqtt.url ?? mqtt.url) : mqtt.url;
-    if (!url) return null;
-    return {
-      url,
-      ...(mqtt.username ? { username: mqtt.username } : {}),
-      ...(mqtt.password ? { password: mqtt.password } : {}),
-    };
+  /**
+   * An MQTT trigger's broker and filter: a trigger made in chat uses the configured broker only (its credentials go
+   * nowhere else) and names at least one topic level; the owner's config file may name another broker.
+   */
+  private mqttProblems(trigger: TriggerDefinition, mqtt: { topic: string; url?: string }, at: string): string[] {
+    const problems: string[] = [];
+    const configured = this.deps.config.mqtt.url;
+    const filterProblem = topicFilterProblem(mqtt.topic);
+    if (filterProblem) problems.push(`${at}.on.mqtt.topic: ${filterProblem}`);
+    if (trigger.source === "chat") {
+      const broad = chatFilterProblem(mqtt.topic);
+      if (broad) problems.push(`${at}.on.mqtt.topic: ${broad}`);
+      if (mqtt.url !== undefined && !(configured && sameBroker(mqtt.url, configured)))
+        problems.push(
+          `${at}.on.mqtt.url: a trigger made in chat reads the configured broker (mqtt.url) only — leave url out`,
+        );
+    }
+    if (!configured && mqtt.url === undefined)
+      problems.push(`${at}.on.mqtt: no broker — set mqtt.url (or on.mqtt.url)`);
+    return problems;
   }
 
   private async attach(trigger: TriggerDefinition): Promise<() => void> {
@@ -148,9 +177,13 @@ export class TriggerRuntime {
     const logger = this.deps.logger;
     if ("webhook" in on) return () => {};
     if ("mqtt" in on) {
-      const broker = this.broker(trigger);
-      if (!broker) return () => {};
-      return this.mqtt.subscribe(broker, on.mqtt.topic, ({ topic, payload }) => {
+      const request = {
+        ...(on.mqtt.url !== undefined ? { url: on.mqtt.url } : {}),
+        ownerNamed: trigger.source === "config",
+        filter: on.mqtt.topic,
+        key: name,
+      };
+      return this.mqtt.subscribe(request, ({ topic, payload }) => {
         this.handle(name, { source: "mqtt", topic, payload: parseBody(payload), at: this.deps.now() });
       });
     }
@@ -182,45 +215,31 @@ export class TriggerRuntime {
     return this.attachCron(trigger, on.cron);
   }
 
+  /** Lines of a configured board's port, through the hardware service's serial manager (its one guard). */
   private async attachSerial(
     trigger: TriggerDefinition,
     serial: { port: string; baud?: number; match: string },
   ): Promise<() => void> {
     const pattern = linearRegex(serial.match);
-    if (typeof pattern === "string") return () => {};
-    const backend = this.deps.serial ?? nodeSerialBackend;
-    let stream: Awaited<ReturnType<SerialBackend["open"]>>;
+    const manager = this.deps.hardware?.serial;
+    if (typeof pattern === "string" || !manager) return () => {};
+    const logger = this.deps.logger;
     try {
-      stream = await backend.open(serial.port, serial.baud ?? 115_200);
+      return await manager.listen(serial.port, serial.baud, {
+        line: (line) => this.serialLine(trigger.name, pattern, line),
+        closed: (error) =>
+          logger.error(
+            { trigger: trigger.name, port: serial.port, error: error ? errorMessage(error) : "closed" },
+            "trigger-serial-closed",
+          ),
+      });
     } catch (error) {
-      this.deps.logger.error(
+      logger.error(
         { trigger: trigger.name, port: serial.port, error: errorMessage(error) },
         "trigger-serial-open-failed",
       );
       return () => {};
     }
-    let pending = "";
-    let overlong = false;
-    stream.onData((chunk) => {
-      const text = pending + chunk.toString("utf8");
-      let start = 0;
-      let newline = text.indexOf("\n");
-      while (newline >= 0) {
-        // A line longer than the cap is skipped whole, however it arrived (in one chunk or across several).
-        if (!overlong && newline - start <= MAX_SERIAL_LINE)
-          this.serialLine(trigger.name, pattern, text.slice(start, newline).replace(/\r$/, ""));
-        overlong = false;
-        start = newline + 1;
-        newline = text.indexOf("\n", start);
-      }
-      pending = text.slice(start);
-      // A line without an end yet is kept up to the cap; past it the line is skipped entirely.
-      if (pending.length > MAX_SERIAL_LINE) {
-        overlong = true;
-        pending = "";
-      }
-    });
-    return () => void stream.close().catch(() => undefined);
   }
 
   private serialLine(name: string, pattern: RegExp, line: string): void {
@@ -258,4 +277,11 @@ export class TriggerRuntime {
       if (timer) clearTimeout(timer);
     };
   }
+}
+
+/** The brokers the owner's config file names in its triggers (`on.mqtt.url`). */
+function ownerNamedBrokers(triggers: MagpieConfig["triggers"]): string[] {
+  return Object.values(triggers).flatMap((trigger) =>
+    "mqtt" in trigger.on && trigger.on.mqtt.url !== undefined ? [trigger.on.mqtt.url] : [],
+  );
 }

@@ -13,6 +13,7 @@ import type { JobCreator } from "../scheduler/job.js";
 import { deliverRuleText } from "../scheduler/job-authority.js";
 import type { KvRepository } from "../store/kv.js";
 import { actionKind, sourceKind, type TriggerCounts, type TriggerDefinition } from "./trigger.js";
+import { authorityRefusal } from "./trigger-authority.js";
 import { TriggerError } from "./trigger-error.js";
 import type { TriggerRuntime } from "./trigger-runtime.js";
 
@@ -152,17 +153,8 @@ export class TriggerService {
 
   /** Makes a trigger from chat (trigger_add). */
   async add(trigger: TriggerConfig & { name: string }, origin: TriggerOrigin): Promise<TriggerView> {
-    const { identity, toolNames } = origin.creator;
-    if (identity.role === "guest")
-      throw new TriggerError(
-        "trigger.guest_not_allowed",
-        `Only an owner can make triggers, and ${identity.userName ?? identity.userId} is a guest on ${identity.channel}; nothing was made.`,
-      );
-    if ("command" in trigger.do && toolNames && !toolNames.includes("shell"))
-      throw new TriggerError(
-        "trigger.tool_not_allowed",
-        `A command trigger runs shell, and this turn has no shell tool (its tools: ${toolNames.join(", ") || "none"}); nothing was made. Use message or prompt instead.`,
-      );
+    const refusal = authorityRefusal({ ...configTrigger(trigger.name, trigger), creator: origin.creator });
+    if (refusal) throw new TriggerError(refusal.code, `Refused: ${refusal.message}; nothing was made.`);
     if (this.deps.config()[trigger.name])
       throw new TriggerError(
         "trigger.exists",

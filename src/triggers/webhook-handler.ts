@@ -68,16 +68,17 @@ export function createWebhookHandler(triggers: WebhookTriggers, now: () => numbe
     const at = now();
     const verdict = verify(
       secret,
-      header(request, "x-magpie-timestamp"),
-      header(request, "x-magpie-signature"),
+      singleHeader(request, "x-magpie-timestamp"),
+      singleHeader(request, "x-magpie-signature"),
       body,
       at,
     );
-    if (verdict !== "ok") return answer(401, { error: verdict });
-    // Only after the signature is good: an unsigned request can't fill the memory of seen signatures.
-    const signature = header(request, "x-magpie-signature") ?? "";
-    if (seen.has(signature)) return answer(401, { error: "signature already used" });
-    if (!remember(signature, at)) return answer(429, { error: "too many requests" });
+    if (typeof verdict === "string") return answer(401, { error: verdict });
+    // Only after the signature is good: an unsigned request can't fill the memory of seen signatures. Keyed on the
+    // MAC's bytes, never on how the header spelled them.
+    const mac = verdict.mac.toString("hex");
+    if (seen.has(mac)) return answer(401, { error: "signature already used" });
+    if (!remember(mac, at)) return answer(429, { error: "too many requests" });
     const result = triggers.handle(name, {
       source: "webhook",
       payload: parseBody(body),
@@ -89,21 +90,32 @@ export function createWebhookHandler(triggers: WebhookTriggers, now: () => numbe
   };
 }
 
-/** Why a signature is refused, or "ok". */
+/**
+ * The one spelling of a signature: `sha256=` and 64 lower-case hex digits, nothing before or after. Buffer's hex
+ * decoder stops quietly at the first odd or non-hex character, so anything looser would let one MAC be written
+ * many ways.
+ */
+const SIGNATURE = /^sha256=([0-9a-f]{64})$/;
+
+/** Why a signature is refused, or the MAC it carries (good for this body and timestamp). */
 function verify(
   secret: string,
-  timestamp: string | undefined,
-  signature: string | undefined,
+  timestamp: string | undefined | null,
+  signature: string | undefined | null,
   body: Buffer,
   now: number,
-): string {
+): string | { mac: Buffer } {
+  if (timestamp === null || signature === null)
+    return "send X-Magpie-Timestamp and X-Magpie-Signature once each";
   if (!timestamp || !signature) return "missing X-Magpie-Timestamp or X-Magpie-Signature";
   if (!/^\d{1,12}$/.test(timestamp)) return "bad timestamp";
   if (Math.abs(now - Number(timestamp) * 1000) > WINDOW_MS) return "stale timestamp";
+  const hex = SIGNATURE.exec(signature)?.[1];
+  if (!hex) return "bad signature: expected sha256=<64 lower-case hex digits>";
   const expected = createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest();
-  const given = signature.startsWith("sha256=") ? Buffer.from(signature.slice(7), "hex") : Buffer.alloc(0);
+  const given = Buffer.from(hex, "hex");
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return "bad signature";
-  return "ok";
+  return { mac: given };
 }
 
 /** The signature a sender puts in `X-Magpie-Signature` (tests, docs and `magpie` itself use it). */
@@ -116,6 +128,13 @@ function decodeName(url: string): string | null {
   if (!path.startsWith("/hooks/")) return null;
   const name = path.slice("/hooks/".length);
   return /^[a-zA-Z0-9_-]{1,64}$/.test(name) ? name : null;
+}
+
+/** A header that must come once: undefined when absent, null when sent more than once. */
+function singleHeader(request: IncomingMessage, name: string): string | undefined | null {
+  const values = request.headersDistinct[name];
+  if (!values) return undefined;
+  return values.length === 1 ? values[0] : null;
 }
 
 function header(request: IncomingMessage, name: string): string | undefined {

@@ -18,7 +18,10 @@ afterEach(async () => {
 
 async function setup() {
   device = await startPtyDevice();
-  manager = new SerialManager({ backend: nodeSerialBackend });
+  manager = new SerialManager({
+    backend: nodeSerialBackend,
+    boards: [{ name: "sim", port: device.port }],
+  });
   return { device, manager };
 }
 
@@ -104,7 +107,10 @@ describe.runIf(hasPrograms("socat"))("serial over a real PTY", () => {
   });
 
   it("opening a port that does not exist says so", async () => {
-    manager = new SerialManager({ backend: nodeSerialBackend });
+    manager = new SerialManager({
+      backend: nodeSerialBackend,
+      boards: [{ name: "gone", port: "/tmp/no-such-tty-magpie" }],
+    });
     expect(
       await codeOf(manager.open("/tmp/no-such-tty-magpie", { baud: 9600, lineEnding: "lf", owner: "s1" })),
     ).toBe("serial.port_not_found");

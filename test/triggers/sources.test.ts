@@ -105,8 +105,9 @@ describe.runIf(hasPrograms("socat"))("serial triggers (a real PTY)", () => {
     await waitFor(() => existsSync(magpieEnd) && existsSync(boardEnd), "the PTY pair");
     app = await startTestApp({
       llm: false,
-      features: [triggersFeature],
+      features: [createHardwareFeature(), triggersFeature],
       config: {
+        hardware: { boards: [{ name: "sensors", type: "esp32", port: magpieEnd, baud: 9600 }] },
         triggers: {
           leak: {
             on: { serial: { port: magpieEnd, baud: 9600, match: "^LEAK sensor=(\\w+) level=(\\d+)" } },
