@@ -25,7 +25,8 @@ export function topicFilterProblem(filter: string): string | null {
   for (const [index, level] of levels.entries()) {
     if (level.includes("#") && (level !== "#" || index !== levels.length - 1))
       return `"${filter}": # must be a whole level and the last one (e.g. home/#)`;
-    if (level.includes("+") && level !== "+") return `"${filter}": + must be a whole level (e.g. home/+/temperature)`;
+    if (level.includes("+") && level !== "+")
+      return `"${filter}": + must be a whole level (e.g. home/+/temperature)`;
   }
   return null;
 }

@@ -89,7 +89,9 @@ export class TriggerRuntime {
       if (typeof compiled === "string") problems.push(`${at}.on.serial.match: ${compiled}`);
       const serial = this.deps.hardware?.serial;
       if (!serial)
-        problems.push(`${at}.on.serial: no hardware.boards are configured (a serial trigger reads a board's port)`);
+        problems.push(
+          `${at}.on.serial: no hardware.boards are configured (a serial trigger reads a board's port)`,
+        );
       else if (!serial.configuredPort(on.serial.port))
         problems.push(
           `${at}.on.serial.port: "${on.serial.port}" is not a configured board's port — name a board from hardware.boards or its port`,
@@ -154,7 +156,11 @@ export class TriggerRuntime {
    * An MQTT trigger's broker and filter: a trigger made in chat uses the configured broker only (its credentials go
    * nowhere else) and names at least one topic level; the owner's config file may name another broker.
    */
-  private mqttProblems(trigger: TriggerDefinition, mqtt: { topic: string; url?: string }, at: string): string[] {
+  private mqttProblems(
+    trigger: TriggerDefinition,
+    mqtt: { topic: string; url?: string },
+    at: string,
+  ): string[] {
     const problems: string[] = [];
     const configured = this.deps.config.mqtt.url;
     const filterProblem = topicFilterProblem(mqtt.topic);

@@ -16,6 +16,7 @@ export const PACKAGE_OF: Readonly<Record<string, string>> = {
   dovecot: "dovecot-imapd",
   "espeak-ng": "espeak-ng",
   mosquitto: "mosquitto",
+  mosquitto_passwd: "mosquitto",
   opusenc: "opus-tools",
   python3: "python3",
   setpriv: "util-linux",
