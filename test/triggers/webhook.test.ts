@@ -4,6 +4,7 @@ import { magpieEvents } from "../../src/core/events.js";
 import { signWebhook } from "../../src/triggers/webhook-handler.js";
 import { waitFor } from "../fakes/http-util.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
+import { rawPost, respelledHeaders } from "./webhook-replays.js";
 
 /** `POST /hooks/<name>`: signed, fresh, once, small — and only then the trigger's predicate and action. */
 
@@ -103,6 +104,31 @@ describe("webhook triggers", () => {
     await waitFor(() => sentTexts(testApp).length === 1, "the one accepted message");
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(sentTexts(testApp)).toEqual(["Deploy evil: completed"]);
+  });
+
+  it("attack: a captured request replayed with its signature re-spelled 11 ways is accepted once and acts once", async () => {
+    const testApp = await start();
+    const body = JSON.stringify({ repo: "captured", action: "completed" });
+    const timestamp = Math.floor(Date.now() / 1000);
+    const signature = signWebhook(SECRET, timestamp, body);
+    const original = await rawPost(
+      testApp.url,
+      "/hooks/deploy",
+      [
+        ["X-Magpie-Timestamp", ` ${timestamp}`],
+        ["X-Magpie-Signature", ` ${signature}`],
+      ],
+      body,
+    );
+    const replays: number[] = [];
+    for (const headers of respelledHeaders(timestamp, signature))
+      replays.push(await rawPost(testApp.url, "/hooks/deploy", headers, body));
+    expect(original).toBe(202);
+    expect(replays).toEqual(Array(11).fill(401));
+    await testApp.app.context.services.triggers!.loaded()!.engine.idle();
+    await waitFor(() => sentTexts(testApp).length === 1, "the one message");
+    expect(sentTexts(testApp)).toEqual(["Deploy captured: completed"]);
+    expect(testApp.app.context.services.triggers!.list()[0]?.counts.fired).toBe(1);
   });
 
   it("attack: a body over 1 MB is refused with 413 and never judged", async () => {
