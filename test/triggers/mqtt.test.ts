@@ -163,6 +163,86 @@ describe.skipIf(!broker)("MQTT triggers (real broker)", () => {
   });
 });
 
+describe.skipIf(!broker)("MQTT: each message reaches each trigger once (real broker)", () => {
+  const deliver = { channel: "test", chat_id: "owner-chat" };
+
+  /** Starts Magpie on `dataDir` (kept when it stops: a restart), waits for its subscriptions. */
+  async function run(dataDir: string | undefined, triggers: NonNullable<ConfigInput["triggers"]>) {
+    const testApp = await startTestApp({
+      llm: false,
+      features: [triggersFeature],
+      config: { mqtt: { url: mosquitto!.url }, triggers },
+      ...(dataDir ? { dataDir } : {}),
+    });
+    await testApp.app.context.services.triggers!.loaded()!.mqtt.settled();
+    return testApp;
+  }
+
+  /** Publishes a plain (not retained) message and waits for `expected` in the chat: what came before is in too. */
+  async function canary(testApp: TestApp, topic: string, payload: string, expected: string) {
+    const client = await publisher(mosquitto!.url);
+    await client.publishAsync(topic, payload, { qos: 1 });
+    await client.endAsync();
+    await waitFor(() => sentTexts(testApp).includes(expected), expected);
+    await testApp.app.context.services.triggers!.loaded()!.engine.idle();
+  }
+
+  it("attack: a retained message is handled once across restarts; a changed one is handled once", async () => {
+    const topic = `house-${Date.now()}/door`;
+    const triggers = {
+      door: { on: { mqtt: { topic } }, do: { message: "door {{event.payload}}" }, deliver },
+    };
+    const client = await publisher(mosquitto!.url);
+    await client.publishAsync(topic, "open", { qos: 1, retain: true });
+    const seen: string[][] = [];
+    // First run: the retained state arrives on subscribing; a live retained change arrives too.
+    const first = await run(undefined, triggers);
+    await waitFor(() => sentTexts(first).includes("door open"), "the retained state");
+    await client.publishAsync(topic, "ajar", { qos: 1, retain: true });
+    await canary(first, topic, "c1", "door c1");
+    seen.push(sentTexts(first));
+    await first.stop({ keepData: true });
+    // Two restarts: the broker sends "ajar" again each time; it was handled already.
+    for (const label of ["c2", "c3"]) {
+      const again = await run(first.dataDir, triggers);
+      await canary(again, topic, label, `door ${label}`);
+      seen.push(sentTexts(again));
+      await again.stop({ keepData: true });
+    }
+    // Changed while Magpie was away: handled once (queued for the session, then sent again on subscribing).
+    await client.publishAsync(topic, "closed", { qos: 1, retain: true });
+    await client.endAsync();
+    const last = await run(first.dataDir, triggers);
+    await canary(last, topic, "c4", "door c4");
+    seen.push(sentTexts(last));
+    await last.stop();
+    expect(seen).toEqual([
+      ["door open", "door ajar", "door c1"],
+      ["door c2"],
+      ["door c3"],
+      ["door closed", "door c4"],
+    ]);
+  });
+
+  it("attack: overlapping filters (a/# and a/+) give a message — live or retained — to each trigger once", async () => {
+    const root = `ov-${Date.now()}`;
+    const client = await publisher(mosquitto!.url);
+    await client.publishAsync(`${root}/b`, "r1", { qos: 1, retain: true });
+    app = await run(undefined, {
+      all: { on: { mqtt: { topic: `${root}/#` } }, do: { message: "all {{event.payload}}" }, deliver },
+      plus: { on: { mqtt: { topic: `${root}/+` } }, do: { message: "plus {{event.payload}}" }, deliver },
+      again: { on: { mqtt: { topic: `${root}/+` } }, do: { message: "again {{event.payload}}" }, deliver },
+    });
+    await client.publishAsync(`${root}/b`, "m1", { qos: 1 });
+    await client.endAsync();
+    // Only a/# takes a/c/d: once it is in, everything before it is too.
+    await canary(app, `${root}/c/d`, "end", "all end");
+    const texts = sentTexts(app).sort();
+    expect(texts).toEqual(["again m1", "again r1", "all end", "all m1", "all r1", "plus m1", "plus r1"]);
+    expect(countsOf(app, "all").fired).toBe(3);
+  });
+});
+
 describe("MQTT details", () => {
   it("a redelivered QoS 1 message (DUP) is not run twice; a new one with the same id is", () => {
     const recent = new Set<string>();
