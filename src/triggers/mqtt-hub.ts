@@ -49,6 +49,7 @@ interface Subscription {
 }
 
 interface Broker {
+  url: string;
   client: MqttClient;
   /** Topic filter → its subscription. */
   filters: Map<string, Subscription>;
@@ -130,12 +131,13 @@ export class MqttHub {
         if (broker.client.connected) broker.client.unsubscribe(filter);
       };
       // Sent now or, while the broker is away, on connecting (mqtt.js queues it).
-      if (first)
-        await broker.client.subscribeAsync(filter, {
-          qos: 1,
-          rap: true,
-          properties: { subscriptionIdentifier: current.id },
-        });
+      if (!first) return;
+      await broker.client.subscribeAsync(filter, {
+        qos: 1,
+        rap: true,
+        properties: { subscriptionIdentifier: current.id },
+      });
+      this.deps.logger.info({ broker: redactUrl(broker.url), filter }, "mqtt-subscribed");
     })();
     const tracked = subscribing
       .catch((error: unknown) =>
@@ -231,7 +233,14 @@ export class MqttHub {
       ...(settings.password ? { password: settings.password } : {}),
     });
     const connected = new Promise<void>((resolve) => client.once("connect", () => resolve()));
-    const broker: Broker = { client, filters: new Map(), ids: new Map(), recent: new Set(), connected };
+    const broker: Broker = {
+      url: settings.url,
+      client,
+      filters: new Map(),
+      ids: new Map(),
+      recent: new Set(),
+      connected,
+    };
     this.brokers.set(settings.url, broker);
     const logger = this.deps.logger;
     client.on("connect", () => {

@@ -155,6 +155,13 @@ export class ShippedBot {
     });
   }
 
+  /** Stops the bot and starts it again on the same directory and config (`whileStopped` runs in between). */
+  async restart(options: { whileStopped?: () => Promise<void>; timeoutMs?: number } = {}): Promise<void> {
+    await this.stop();
+    await options.whileStopped?.();
+    await this.launch(options.timeoutMs ?? 20_000);
+  }
+
   /** SIGTERM, then waits for the exit code. */
   async stop(): Promise<number | null> {
     const child = this.child;
