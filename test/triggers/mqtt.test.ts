@@ -2,10 +2,15 @@ import mqtt from "mqtt";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { triggersFeature } from "../../src/app/triggers-feature.js";
 import type { ConfigInput } from "../../src/config/schema.js";
+import { Store } from "../../src/store/index.js";
+import { brokerKey, sameBroker } from "../../src/triggers/mqtt-broker.js";
 import { firstDelivery, topicMatches } from "../../src/triggers/mqtt-hub.js";
+import { chatFilterProblem, topicFilterProblem } from "../../src/triggers/mqtt-topic.js";
+import { RetainedLedger } from "../../src/triggers/retained-ledger.js";
 import { waitFor } from "../fakes/http-util.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
+import { hostileInputs, LINEAR_BOUND_MS, timed } from "../helpers/hostile-inputs.js";
 import { hasMosquitto, type Mosquitto, startMosquitto } from "./mosquitto.js";
 
 /** MQTT triggers against a real broker (Debian's mosquitto on a free port): gated before the LLM. */
@@ -250,6 +255,51 @@ describe("MQTT details", () => {
     expect(firstDelivery(recent, 7, false, "a/b", payload)).toBe(true);
     expect(firstDelivery(recent, 7, true, "a/b", payload)).toBe(false);
     expect(firstDelivery(recent, 7, false, "a/b", Buffer.from('{"t":2}'))).toBe(true);
+  });
+
+  it("one broker however its URL is spelled; another host, port or scheme is another broker", () => {
+    expect(sameBroker("mqtt://Broker.lan", "mqtt://broker.lan:1883/")).toBe(true);
+    expect(sameBroker("mqtt://user:pw@broker.lan:1883", "mqtt://broker.lan")).toBe(true);
+    expect(sameBroker("mqtt://broker.lan", "mqtts://broker.lan")).toBe(false);
+    expect(sameBroker("mqtt://broker.lan", "mqtt://broker.lan:1884")).toBe(false);
+    expect(sameBroker("mqtt://broker.lan", "mqtt://broker.lan.evil.example")).toBe(false);
+    expect(sameBroker("ws://broker.lan/mqtt", "ws://broker.lan:80/other")).toBe(false);
+    expect(brokerKey("not a url")).toBeNull();
+  });
+
+  it("topic filters: wildcards fill a level; a chat trigger names a level of its own and no $ topic", () => {
+    expect(topicFilterProblem("home/+/temperature")).toBeNull();
+    expect(topicFilterProblem("home/#")).toBeNull();
+    expect(topicFilterProblem("home/#/x")).toMatch(/# must be a whole level and the last/);
+    expect(topicFilterProblem("home/te+mp")).toMatch(/\+ must be a whole level/);
+    for (const wide of ["#", "+/#", "+/+", "/#", "$SYS/#"]) expect(chatFilterProblem(wide)).not.toBeNull();
+    expect(chatFilterProblem("+/temperature")).toBeNull();
+    for (const [name, input] of Object.entries(hostileInputs())) {
+      const elapsed = timed(() => {
+        topicFilterProblem(input);
+        chatFilterProblem(input);
+        brokerKey(input);
+        topicMatches(input, input);
+      });
+      expect(elapsed, name).toBeLessThan(LINEAR_BOUND_MS);
+    }
+  });
+
+  it("the retained ledger: once per change per trigger and topic, any topic name, kept across a restart", () => {
+    const store = Store.open(":memory:");
+    const ledger = new RetainedLedger(store.kv);
+    const open = Buffer.from("open");
+    expect(ledger.take("door", "__proto__", open)).toBe(true);
+    expect(ledger.take("door", "__proto__", open)).toBe(false);
+    expect(ledger.take("other", "__proto__", open)).toBe(true);
+    expect(ledger.take("door", "__proto__", Buffer.from("closed"))).toBe(true);
+    expect(new RetainedLedger(store.kv).take("door", "__proto__", Buffer.from("closed"))).toBe(false);
+    // A row is bounded: the oldest topics give way.
+    for (let index = 0; index < 600; index++) ledger.take("wide", `t/${index}`, open);
+    expect(store.kv.get<unknown[]>("triggers.mqtt_retained.wide")).toHaveLength(500);
+    ledger.forget("door");
+    expect(new RetainedLedger(store.kv).take("door", "__proto__", Buffer.from("closed"))).toBe(true);
+    store.close();
   });
 
   it("matches topic filters with + and #", () => {
