@@ -7,8 +7,8 @@ import type { Messenger } from "../core/messenger.js";
 import type { ButtonPress } from "../core/types.js";
 import type { Store } from "../store/index.js";
 import { ApprovalRepository } from "./approval-store.js";
-import type { Redactor } from "./redact.js";
 import { approvalPromptText } from "./approval-text.js";
+import type { Redactor } from "./redact.js";
 import { revealInvisible } from "./reveal-invisible.js";
 
 export interface ChatApprovalGateOptions {

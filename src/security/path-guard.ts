@@ -72,9 +72,13 @@ export async function enforceFindings(
     if (finding.verdict === "warn")
       context.warn(`${finding.rule.id}: ${finding.path} — ${finding.rule.why}.`);
   }
-  const decision = await context.requireApproval(`${context.agent}: ${action} (${worst.rule.id})`, "guard:warn", {
-    classes: findings.filter((finding) => finding.verdict === "warn").map(denialClassOf),
-  });
+  const decision = await context.requireApproval(
+    `${context.agent}: ${action} (${worst.rule.id})`,
+    "guard:warn",
+    {
+      classes: findings.filter((finding) => finding.verdict === "warn").map(denialClassOf),
+    },
+  );
   if (decision === "timeout") {
     throw new ToolError(
       "approval.timeout",
@@ -94,5 +98,7 @@ export async function enforceFindings(
  * the same request), any other rule for its path.
  */
 function denialClassOf(finding: GuardFinding): string {
-  return finding.rule.id === "file.apply_patch_delete_many" ? finding.rule.id : `${finding.rule.id} ${finding.path}`;
+  return finding.rule.id === "file.apply_patch_delete_many"
+    ? finding.rule.id
+    : `${finding.rule.id} ${finding.path}`;
 }

@@ -78,13 +78,18 @@ export const applyPatchTool = defineTool({
       planned.push({ file, kind, resolved });
     }
     // Counted per turn, not per call: a mass deletion split into small patches is judged (and asked about) whole.
-    const deleting = planned.filter((change) => change.kind === "delete").map((change) => change.resolved.real);
+    const deleting = planned
+      .filter((change) => change.kind === "delete")
+      .map((change) => change.resolved.real);
     const turn = context.turnApprovals;
-    const earlier = (turn?.tally(DELETED_FILES) ?? []).filter((file) => !deleting.includes(file));
+    const deletingNow = new Set(deleting);
+    const earlier = (turn?.tally(DELETED_FILES) ?? []).filter((file) => !deletingNow.has(file));
     turn?.count(DELETED_FILES, deleting);
     const total = earlier.length + deleting.length;
     const deletions =
-      deleting.length > 0 && total > (turn?.approved(DELETED_FILES) ?? 0) ? judgeDeletions(total, level) : null;
+      deleting.length > 0 && total > (turn?.approved(DELETED_FILES) ?? 0)
+        ? judgeDeletions(total, level)
+        : null;
     if (deletions) {
       findings.push(
         earlier.length > 0

@@ -141,7 +141,11 @@ describe("delegate: only within the caller's tools, or to agents listed in `dele
       reply.toolCalls([{ name: "delegate", arguments: { agent: "coder", prompt: "rm -rf build" } }]),
       reply.text("I may not ask the coder.", (body) => {
         const [result] = toolResults(body) as ToolResult[];
-        expect(result).toMatchObject({ ok: false, refused: true, error: { code: "delegate.wider_tool_set" } });
+        expect(result).toMatchObject({
+          ok: false,
+          refused: true,
+          error: { code: "delegate.wider_tool_set" },
+        });
         expect(result!.error!.message).toContain("(shell, file_write)");
         expect(result!.error!.message).toContain("agents.main.delegates");
       }),
@@ -152,7 +156,13 @@ describe("delegate: only within the caller's tools, or to agents listed in `dele
     // Two requests: the coder's turn never reached the model.
     expect(llm!.requests).toHaveLength(2);
     expect(auditRows(app)).toEqual([
-      { agent: "main", tool: "delegate", verdict: "deny", outcome: "denied", code: "delegate.wider_tool_set" },
+      {
+        agent: "main",
+        tool: "delegate",
+        verdict: "deny",
+        outcome: "denied",
+        code: "delegate.wider_tool_set",
+      },
     ]);
   });
 
@@ -194,7 +204,10 @@ describe("delegate: only within the caller's tools, or to agents listed in `dele
         expect(toolNamesOf(body)).toEqual(["file_read", "spill_read"]);
       }),
       reply.text("No shell here.", (body) => {
-        expect(toolResults(body)[0]).toMatchObject({ refused: true, error: { code: "tool.not_in_tool_set" } });
+        expect(toolResults(body)[0]).toMatchObject({
+          refused: true,
+          error: { code: "tool.not_in_tool_set" },
+        });
       }),
       reply.text("The coder could not."),
     );
@@ -214,7 +227,9 @@ describe("agents.<name>.delegates in the config", () => {
   it("names the key path of an unknown agent", () => {
     expect(() =>
       parseConfig(
-        { agents: { main: { toolSet: "full", delegates: ["coder", "ghost"] }, coder: { toolSet: "default" } } },
+        {
+          agents: { main: { toolSet: "full", delegates: ["coder", "ghost"] }, coder: { toolSet: "default" } },
+        },
         { env: {}, cwd: "/" },
       ),
     ).toThrow(/agents\.main\.delegates\[1\]: unknown agent "ghost"/);
