@@ -7,6 +7,8 @@ export interface AgentProfile {
   systemPrompt?: string;
   model: string;
   toolSet: ToolSetConfig;
+  /** Agents it may delegate to even when their tool set is wider than its own (`agents.<name>.delegates`). */
+  delegates?: string[];
 }
 
 /**
@@ -42,6 +44,7 @@ export class AgentDirectory {
         systemPrompt: agent.systemPrompt,
         model: agent.model ?? defaultModel,
         toolSet: agent.toolSet ?? "default",
+        delegates: agent.delegates ?? [],
       });
     }
     this.profiles = profiles;

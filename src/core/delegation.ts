@@ -1,10 +1,15 @@
 import { randomUUID } from "node:crypto";
-import type { AgentDirectory } from "./agents.js";
-import type { ToolCallContext } from "./tool-runtime.js";
+import type { AgentDirectory, AgentProfile } from "./agents.js";
+import type { ToolCaller } from "./tool-runtime.js";
 import type { TurnEngine } from "./turn-engine.js";
 
-/** What a tool call's outcome looks like to the tool layer: an answer, or a refusal the model can act on. */
-export type DelegationResult<T> = { ok: true; value: T } | { ok: false; code: string; message: string };
+/**
+ * What a tool call's outcome looks like to the tool layer: an answer, or a failure the model can act on — `refused`
+ * when a rule refused it (audited as a denial).
+ */
+export type DelegationResult<T> =
+  | { ok: true; value: T }
+  | { ok: false; code: string; message: string; refused?: true };
 
 export interface DelegateInput {
   agent: string;
@@ -14,7 +19,7 @@ export interface DelegateInput {
 
 /** The `delegate` tool's port into the core (`services.delegation`). */
 export interface DelegationPort {
-  delegate(input: DelegateInput, caller: ToolCallContext): Promise<DelegationResult<string>>;
+  delegate(input: DelegateInput, caller: ToolCaller): Promise<DelegationResult<string>>;
 }
 
 export interface DelegationOptions {
@@ -26,13 +31,14 @@ export interface DelegationOptions {
 
 /**
  * Delegation (DESIGN.md → Agent core): a turn of a named agent, with that agent's own tool set, run inside
- * the caller's turn — same authority (sender, approver), same `maxConcurrentTurns` slot, tool calls audited
- * under the caller's session — with a history of its own.
+ * the caller's turn — same authority (sender, approver, a job creator's bound), same `maxConcurrentTurns` slot,
+ * tool calls audited under the caller's session — with a history of its own. Only to an agent whose tools lie
+ * within the caller's, or that the caller's agent lists in `delegates`.
  */
 export class Delegation implements DelegationPort {
   constructor(private readonly options: DelegationOptions) {}
 
-  async delegate(input: DelegateInput, caller: ToolCallContext): Promise<DelegationResult<string>> {
+  async delegate(input: DelegateInput, caller: ToolCaller): Promise<DelegationResult<string>> {
     const { engine, agents, maxDepth } = this.options;
     if (caller.origin === "spawn") {
       return refusal(
@@ -54,6 +60,8 @@ export class Delegation implements DelegationPort {
         `There is no agent named "${input.agent}". Agents: ${agents.names().join(", ")}.`,
       );
     }
+    const widening = this.widening(agent, caller);
+    if (widening) return widening;
     const text = input.context ? `${input.prompt}\n\nContext:\n${input.context}` : input.prompt;
     const outcome = await engine.runDetached({
       origin: "delegate",
@@ -76,6 +84,8 @@ export class Delegation implements DelegationPort {
       ...(caller.slot ? { slot: caller.slot } : {}),
       // The caller's budgets: a delegation spends from the message's perTurn, not a fresh one.
       ...(caller.budget ? { budget: caller.budget } : {}),
+      // Part of the caller's turn: its approvals are counted with the caller's.
+      ...(caller.turnApprovals ? { turnApprovals: caller.turnApprovals } : {}),
     });
     switch (outcome.status) {
       case "ok":
@@ -93,6 +103,32 @@ export class Delegation implements DelegationPort {
       default:
         return refusal("delegate.failed", `Agent "${agent.name}" failed: ${outcome.reply}`);
     }
+  }
+
+  /**
+   * Giving an agent `delegate` must not widen its tools by surprise (DESIGN.md → Delegation): the tools the
+   * delegated turn would get — the agent's set under the caller's own bounds (a job creator's set, the guest set),
+   * which it inherits whatever happens — must lie within the calling turn's tools, unless the caller's agent lists
+   * the agent in `delegates`. Null when the delegation may run.
+   */
+  private widening(agent: AgentProfile, caller: ToolCaller): DelegationResult<string> | null {
+    const { engine, agents } = this.options;
+    const own = new Set(caller.allowedTools);
+    const beyond = engine
+      .toolsFor({
+        agent,
+        ...(caller.toolLimit ? { toolLimit: caller.toolLimit } : {}),
+        sender: caller.sender,
+      })
+      .filter((name) => !own.has(name));
+    if (beyond.length === 0) return null;
+    if (agents.get(caller.agent)?.delegates?.includes(agent.name)) return null;
+    return {
+      ok: false,
+      refused: true,
+      code: "delegate.wider_tool_set",
+      message: `Agent "${agent.name}" has tools this turn does not (${beyond.join(", ")}), and agents.${caller.agent}.delegates does not list it, so it was not asked; nothing was done. Do the work with your own tools, delegate to an agent whose tools lie within yours, or tell the owner (who can add "${agent.name}" to agents.${caller.agent}.delegates).`,
+    };
   }
 }
 

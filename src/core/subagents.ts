@@ -7,7 +7,7 @@ import type { Clock } from "./clock.js";
 import type { DelegationResult } from "./delegation.js";
 import { errorMessage } from "./errors.js";
 import { sessionKeyOf } from "./session-key.js";
-import type { ToolCallContext } from "./tool-runtime.js";
+import type { ToolCallContext, ToolCaller } from "./tool-runtime.js";
 import type { TurnEngine, TurnResult } from "./turn-engine.js";
 import type { ReplyTarget } from "./types.js";
 
@@ -18,7 +18,7 @@ export interface SpawnInput {
 
 /** The `spawn` tool's port into the core (`services.subagents`). */
 export interface SubagentsPort {
-  spawn(input: SpawnInput, caller: ToolCallContext): DelegationResult<{ taskId: string }>;
+  spawn(input: SpawnInput, caller: ToolCaller): DelegationResult<{ taskId: string; tools: string[] }>;
 }
 
 /** What `/tasks` and `/stop` need. */
@@ -62,7 +62,7 @@ const SHUTDOWN_WAIT_MS = 3_000;
 
 /**
  * Background subagents (DESIGN.md → Agent core → `spawn`): each runs one turn through the engine with the fixed
- * `subagent` tool set, its own `maxConcurrentTurns` slot, no one to ask and a time limit; its result is put back
+ * `subagent` tool set intersected with its caller's tools, its own `maxConcurrentTurns` slot, no one to ask and a time limit; its result is put back
  * into the chat it came from. Every task is a row in `tasks`, so `/tasks` lists it and a restart leaves an
  * "interrupted" record.
  */
@@ -75,7 +75,7 @@ export class Subagents implements SubagentsPort, TaskControl {
     return this.running.size;
   }
 
-  spawn(input: SpawnInput, caller: ToolCallContext): DelegationResult<{ taskId: string }> {
+  spawn(input: SpawnInput, caller: ToolCaller): DelegationResult<{ taskId: string; tools: string[] }> {
     const { agents, tasks, clock, settings } = this.options;
     if (caller.origin === "spawn") {
       return refusal("spawn.not_for_subagents", "A background subagent cannot start another one.");
@@ -91,6 +91,15 @@ export class Subagents implements SubagentsPort, TaskControl {
       );
     }
     const agent = agents.get(caller.agent) ?? agents.get(agents.defaultAgent)!;
+    // The `subagent` set intersected with what the calling turn may use — which already holds every bound on the
+    // caller (its agent's set, a job creator's set, the guest set) — so a subagent never has a tool its caller lacks.
+    const toolLimit = [...caller.allowedTools];
+    const tools = this.options.engine.toolsFor({
+      agent,
+      toolSet: "subagent",
+      toolLimit,
+      sender: caller.sender,
+    });
     const target: ReplyTarget = {
       channel: caller.target.channel,
       chatId: caller.target.chatId,
@@ -121,6 +130,7 @@ export class Subagents implements SubagentsPort, TaskControl {
         historyKey: `spawn:${record.id}`,
         agent,
         toolSet: "subagent",
+        toolLimit,
         sender: caller.sender,
         target,
         text: input.task,
@@ -132,6 +142,8 @@ export class Subagents implements SubagentsPort, TaskControl {
         maxIterations: settings.maxIterations,
         // Counts against the chat (or job run) and the turn that spawned it.
         ...(caller.budget ? { budget: caller.budget } : {}),
+        // Its approvals count with the turn that spawned it (a split mass deletion stays one).
+        ...(caller.turnApprovals ? { turnApprovals: caller.turnApprovals } : {}),
         signal: controller.signal,
         // No slot: the caller's turn ends now; the subagent waits for its own.
       })
@@ -153,7 +165,7 @@ export class Subagents implements SubagentsPort, TaskControl {
     });
     this.running.set(record.id, { record, controller, done });
     this.options.logger.info({ task: record.id, session: record.sessionKey }, "subagent-started");
-    return { ok: true, value: { taskId: record.id } };
+    return { ok: true, value: { taskId: record.id, tools } };
   }
 
   list(sessionKey: string): TaskRecord[] {

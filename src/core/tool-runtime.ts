@@ -1,6 +1,7 @@
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
 import type { SenderIdentity, TurnOrigin } from "./identity.js";
 import type { BudgetScope } from "./spend.js";
+import type { TurnApprovals } from "./turn-approvals.js";
 import type { TurnSlot } from "./turn-slots.js";
 import type { ReplyTarget } from "./types.js";
 
@@ -41,6 +42,14 @@ export interface ToolCallContext {
   isDirect?: boolean;
   /** The budgets the turn counts against: a turn it starts (a delegation, a subagent) counts against them too. */
   budget?: BudgetScope;
+  /** What the turn remembers about its approvals across calls (denied classes, deletion tallies). */
+  turnApprovals?: TurnApprovals;
+}
+
+/** A tool call's context as `delegate` and `spawn` hand it to the core: with the calling turn's own tools. */
+export interface ToolCaller extends ToolCallContext {
+  /** The tools the calling turn may use (its set with every narrowing applied): what it may hand on at most. */
+  allowedTools: readonly string[];
 }
 
 export interface Approver {

@@ -14,6 +14,7 @@ import { NO_LLM_REPLY } from "./no-llm.js";
 import type { BudgetScope, SpendPort } from "./spend.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import type { ToolRuntime } from "./tool-runtime.js";
+import { TurnApprovals } from "./turn-approvals.js";
 import type { TurnRequest } from "./turn-request.js";
 import type { TurnSlots } from "./turn-slots.js";
 
@@ -72,8 +73,9 @@ export class TurnEngine {
     const { tools, settings } = this.options;
     let names = tools.resolveToolSet(request.agent.toolSet);
     if (request.toolSet !== undefined) {
+      // An override narrows the agent's set, `subagent` included: it never adds a tool the agent lacks.
       const narrowed = new Set(tools.resolveToolSet(request.toolSet));
-      names = request.toolSet === "subagent" ? [...narrowed] : names.filter((name) => narrowed.has(name));
+      names = names.filter((name) => narrowed.has(name));
     }
     if (request.toolLimit) {
       const limit = new Set(request.toolLimit);
@@ -270,6 +272,7 @@ export class TurnEngine {
           isDirect: request.isDirect,
           slot,
           budget,
+          turnApprovals: request.turnApprovals ?? new TurnApprovals(),
         },
         onTextDelta: request.onTextDelta,
         ...(request.onActivity ? { onActivity: request.onActivity } : {}),

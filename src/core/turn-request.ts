@@ -4,6 +4,7 @@ import type { SenderIdentity, TurnOrigin } from "./identity.js";
 import type { ImagePart } from "./media.js";
 import type { BudgetScope } from "./spend.js";
 import type { Approver } from "./tool-runtime.js";
+import type { TurnApprovals } from "./turn-approvals.js";
 import type { TurnSlot } from "./turn-slots.js";
 import type { ReplyTarget } from "./types.js";
 
@@ -48,6 +49,8 @@ export interface TurnRequest {
    * or it runs again (after a restart). Default: a new turn of `sessionKey`.
    */
   budget?: BudgetScope;
+  /** The approvals memory of the turn this one works for (a delegation, a subagent); default: a new one. */
+  turnApprovals?: TurnApprovals;
   signal: AbortSignal;
   onTextDelta?: (delta: string) => void;
   /** What the turn is doing now ("waiting for the model", "running web_fetch"), for its progress note. */

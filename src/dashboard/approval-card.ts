@@ -2,6 +2,7 @@ import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { HttpApp } from "../http/server.js";
 import type { ApprovalRecord } from "../security/approval-store.js";
+import { revealInvisible } from "../security/reveal-invisible.js";
 import type { Db } from "../store/index.js";
 import type { PageBody } from "./layout.js";
 import { dashboardTimes } from "./time-format.js";
@@ -165,7 +166,7 @@ export function approvalCard(
   const titleId = `approval-${record.id}-title`;
   return html`<article class="approval-card${open ? "" : " decided"}" data-approval="${record.id}" aria-labelledby="${titleId}">
     ${CARD_STYLE}
-    <h3 id="${titleId}">${open ? "Approval needed" : "Approval"}: <code>${record.tool}</code>
+    <h3 id="${titleId}">${open ? "Approval needed" : "Approval"}: <code>${revealInvisible(record.tool)}</code>
       <span class="badge ${risk.tone}" data-risk>${risk.label}</span></h3>
     <pre class="approval-action"><code>${record.action}</code></pre>
     <dl>

@@ -7,6 +7,7 @@ import type { Messenger } from "../core/messenger.js";
 import type { ButtonPress } from "../core/types.js";
 import type { Store } from "../store/index.js";
 import { ApprovalRepository } from "./approval-store.js";
+import { approvalPromptText } from "./approval-text.js";
 import type { Redactor } from "./redact.js";
 import { revealInvisible } from "./reveal-invisible.js";
 
@@ -74,16 +75,13 @@ export class ChatApprovalGate implements ApprovalGate {
       requestedAt: now,
       expiresAt: now + request.timeoutMs,
     });
-    const seconds = Math.round(request.timeoutMs / 1000);
-    const text = [
-      `Approval needed (${request.reason}) — request ${id}`,
-      `Tool: ${revealInvisible(request.tool)}`,
-      "Action:",
-      "```",
+    const text = approvalPromptText({
+      id,
+      reason: request.reason,
+      tool: request.tool,
       action,
-      "```",
-      `Approve or deny within ${seconds} s (no answer = deny), or reply /approve ${id} or /deny ${id}.`,
-    ].join("\n");
+      timeoutSecs: Math.round(request.timeoutMs / 1000),
+    });
     const decision = new Promise<ApprovalDecision>((resolve) => {
       const onAbort = () => this.finish(id, "cancelled", null);
       request.signal?.addEventListener("abort", onAbort, { once: true });

@@ -83,13 +83,13 @@ export const FILE_GUARD_RULES: Record<FileGuardRuleId, FileGuardRule> = {
   },
   "file.apply_patch_delete_many": {
     id: "file.apply_patch_delete_many",
-    why: "deleting 5 or more files in one patch suggests a hallucinated clean-up",
-    suggestion: "split the patch or check the list",
+    why: "deleting 5 or more files in one turn (in one patch or several) suggests a hallucinated clean-up",
+    suggestion: "check the list, and ask the owner before deleting that many",
     verdicts: { low: "deny", medium: "warn", high: "warn" },
   },
 };
 
-/** Patches deleting at least this many files trigger `file.apply_patch_delete_many`. */
+/** Patches deleting at least this many files in one turn (counted over its patches) trigger `file.apply_patch_delete_many`. */
 export const MASS_DELETE_THRESHOLD = 5;
 
 /** One rule that matched a path, with the verdict the current level gives it. */

@@ -75,6 +75,9 @@ export async function enforceFindings(
   const decision = await context.requireApproval(
     `${context.agent}: ${action} (${worst.rule.id})`,
     "guard:warn",
+    {
+      classes: findings.filter((finding) => finding.verdict === "warn").map(denialClassOf),
+    },
   );
   if (decision === "timeout") {
     throw new ToolError(
@@ -88,4 +91,14 @@ export async function enforceFindings(
       `The owner denied ${worst.rule.id} for ${worst.path}; nothing was done.`,
     );
   }
+}
+
+/**
+ * What an owner's denial of a Warn covers for the rest of the turn: a mass deletion as a whole (a split repeat is
+ * the same request), any other rule for its path.
+ */
+function denialClassOf(finding: GuardFinding): string {
+  return finding.rule.id === "file.apply_patch_delete_many"
+    ? finding.rule.id
+    : `${finding.rule.id} ${finding.path}`;
 }

@@ -9,6 +9,8 @@ import { checkSize, displayPath, readTextIfExists, writeText } from "./files/fil
 import { markRead } from "./files/read-tracker.js";
 
 const DEV_NULL = "/dev/null";
+/** The turn's tally of files its patches set out to delete (`TurnApprovals`). */
+const DELETED_FILES = "apply_patch:deleted-files";
 
 interface PlannedChange {
   kind: "create" | "modify" | "delete";
@@ -75,13 +77,36 @@ export const applyPatchTool = defineTool({
       findings.push(...judgePath(resolved, "write", level, scope));
       planned.push({ file, kind, resolved });
     }
-    const deletions = judgeDeletions(planned.filter((change) => change.kind === "delete").length, level);
-    if (deletions) findings.push(deletions);
+    // Counted per turn, not per call: a mass deletion split into small patches is judged (and asked about) whole.
+    const deleting = planned
+      .filter((change) => change.kind === "delete")
+      .map((change) => change.resolved.real);
+    const turn = context.turnApprovals;
+    const deletingNow = new Set(deleting);
+    const earlier = (turn?.tally(DELETED_FILES) ?? []).filter((file) => !deletingNow.has(file));
+    turn?.count(DELETED_FILES, deleting);
+    const total = earlier.length + deleting.length;
+    const deletions =
+      deleting.length > 0 && total > (turn?.approved(DELETED_FILES) ?? 0)
+        ? judgeDeletions(total, level)
+        : null;
+    if (deletions) {
+      findings.push(
+        earlier.length > 0
+          ? { ...deletions, path: `${total} files in this turn (${deleting.length} in this patch)` }
+          : deletions,
+      );
+    }
+    const earlierNote =
+      deletions && earlier.length > 0
+        ? `; earlier patches of this turn set out to delete ${earlier.join(", ")}`
+        : "";
     await enforceFindings(
       context,
       findings,
-      `apply_patch to ${planned.map((change) => change.resolved.real).join(", ")}`,
+      `apply_patch to ${planned.map((change) => change.resolved.real).join(", ")}${earlierNote}`,
     );
+    if (deletions?.verdict === "warn") turn?.approve(DELETED_FILES, total);
 
     // Compute every result in memory first: nothing touches the disk unless all hunks apply.
     const changes: PlannedChange[] = [];

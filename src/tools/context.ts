@@ -105,8 +105,14 @@ export interface ToolContext extends ToolCallContext {
   /**
    * Asks the owner to approve an action when `security.approvals` requires it for `reason`
    * (`guard:warn`, a tool name or `risk:<level>`); resolves "approved" without asking when not required.
+   * `classes` name what a denial covers for the rest of the turn (default: this exact action): a call of a class
+   * the owner denied earlier in the turn is refused without asking again.
    */
-  requireApproval(action: string, reason: string): Promise<ApprovalDecision>;
+  requireApproval(
+    action: string,
+    reason: string,
+    options?: { classes?: readonly string[] },
+  ): Promise<ApprovalDecision>;
   /**
    * Asks the person of this turn a question in its chat and waits (without holding a turn slot) for the
    * answer; refused where no one can be asked (a job, a subagent).

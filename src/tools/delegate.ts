@@ -1,10 +1,11 @@
 import { z } from "zod";
+import { GuardRefusal } from "../security/guard-refusal.js";
 import { defineTool, ToolError } from "./define-tool.js";
 
 export const delegateTool = defineTool({
   name: "delegate",
   description:
-    "Hand a sub-task to another named agent and wait for its answer. It runs with its own tool set and instructions; give it everything it needs in `prompt` and `context` (it does not see this conversation).",
+    "Hand a sub-task to another named agent and wait for its answer. It runs with its own tool set and instructions; give it everything it needs in `prompt` and `context` (it does not see this conversation). Only agents whose tools lie within yours, or that your configuration lists in `delegates`, can be asked.",
   inputSchema: z.object({
     agent: z.string().min(1).describe("The agent's name (agents.<name> in the config)."),
     prompt: z.string().min(1).describe("What the agent should do."),
@@ -16,7 +17,10 @@ export const delegateTool = defineTool({
     if (!delegation)
       throw new ToolError("delegate.unavailable", "Delegation is not available in this Magpie.");
     const result = await delegation.delegate(input, context);
-    if (!result.ok) throw new ToolError(result.code, result.message);
+    if (!result.ok)
+      throw result.refused
+        ? new GuardRefusal(result.code, result.message)
+        : new ToolError(result.code, result.message);
     return result.value;
   },
 });

@@ -217,7 +217,8 @@ export class ToolRegistry implements ToolRuntime {
       scratch: this.scratch,
       allowedTools,
       warn: (message) => warnings.push(message),
-      requireApproval: (action, reason) => this.requireApproval(tool, action, reason, callContext, audit),
+      requireApproval: (action, reason, options) =>
+        this.requireApproval(tool, action, reason, callContext, audit, options?.classes),
       ask: (question) => this.ask(question, callContext),
     };
     const approval = await this.requireApproval(
@@ -294,17 +295,30 @@ export class ToolRegistry implements ToolRuntime {
     return callContext.whileWaiting ? callContext.whileWaiting(run) : run();
   }
 
-  /** Asks for approval when `security.approvals.require` lists the tool, its risk, or the given reason. */
+  /**
+   * Asks for approval when `security.approvals.require` lists the tool, its risk, or the given reason. Counted per
+   * turn: what the owner denied in this turn (each of `classes`, by default the exact action) is refused without
+   * asking again.
+   */
   private async requireApproval(
     tool: Tool,
     action: string,
     reason: string,
     callContext: ToolCallContext,
     audit: AuditEntry,
+    classes: readonly string[] = [`${reason} ${tool.name} ${action}`],
   ): Promise<ApprovalDecision> {
     const { require, timeoutSecs } = this.options.config.security.approvals;
     const needed = require.includes(reason) || (reason.startsWith("risk:") && require.includes(tool.name));
     if (!needed) return "approved";
+    const turn = callContext.turnApprovals;
+    if (turn && classes.some((actionClass) => turn.isDenied(actionClass))) {
+      audit.verdict = "deny";
+      throw new GuardRefusal(
+        "approval.denied_earlier",
+        `The owner denied this earlier in this turn (${reason}), so '${tool.name}' was not asked about again and nothing was done. Don't retry it in pieces or another way; say in your answer what you wanted to do.`,
+      );
+    }
     const approver = callContext.approver;
     if (!approver || (reason === "guard:warn" && !callContext.canAsk)) {
       // A job, a subagent or a guest's turn: there is no owner here to ask, so what needs asking is refused.
@@ -329,7 +343,10 @@ export class ToolRegistry implements ToolRuntime {
     const decision = callContext.whileWaiting ? await callContext.whileWaiting(ask) : await ask();
     audit.verdict =
       decision === "approved" ? "approved" : decision === "timeout" ? "timeout" : "denied-by-user";
-    if (decision !== "approved") audit.outcome = "denied";
+    if (decision !== "approved") {
+      audit.outcome = "denied";
+      for (const actionClass of classes) turn?.deny(actionClass);
+    }
     return decision;
   }
 }

@@ -4,7 +4,7 @@ import { defineTool, ToolError } from "./define-tool.js";
 export const spawnTool = defineTool({
   name: "spawn",
   description:
-    "Start a background subagent for a self-contained task (research, a long build, a check) and return at once with its task_id. It works with shell, file and git tools only, cannot ask anyone, and its result is posted into this chat when it finishes.",
+    "Start a background subagent for a self-contained task (research, a long build, a check) and return at once with its task_id. It works with shell, file and git tools at most — never a tool you don't have yourself (the result lists its tools) — cannot ask anyone, and its result is posted into this chat when it finishes.",
   inputSchema: z.object({
     task: z
       .string()
@@ -22,6 +22,7 @@ export const spawnTool = defineTool({
     return {
       task_id: result.value.taskId,
       status: "running",
+      tools: result.value.tools,
       note: "The result will be posted into this chat when the task ends; /tasks lists it, /stop <task_id> cancels it.",
     };
   },

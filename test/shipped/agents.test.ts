@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISCORD_DM_CHANNEL_ID, DISCORD_USER, FakeDiscord } from "../fakes/discord.js";
 import { waitFor } from "../fakes/http-util.js";
@@ -17,6 +18,8 @@ import { toolResults } from "./tool-results.js";
  */
 
 const OWNER = { id: 501, first_name: "Alice" };
+/** A second owner whose DM is routed to `reader`, an agent limited to [web_fetch, file_read, spawn]. */
+const READER_USER = { id: 502, first_name: "Bob" };
 const SLACK_USER = "U0ALICE";
 const SLACK_DM = "D0DM";
 const DM = { id: OWNER.id, type: "private" as const };
@@ -99,13 +102,18 @@ describe("shipped build: delegate, spawn, questions, approvals, failover, memory
         },
         // One turn slot: a subagent waits for its parent's turn, so the order of LLM requests is fixed.
         agent: { streaming: false, maxConcurrentTurns: 1 },
-        agents: { main: { toolSet: "full" }, helper: { toolSet: "subagent" } },
+        agents: {
+          main: { toolSet: "full" },
+          helper: { toolSet: "subagent" },
+          reader: { toolSet: ["web_fetch", "file_read", "spawn"] },
+        },
+        routes: [{ match: { channel: "telegram", userId: String(READER_USER.id) }, agent: "reader" }],
         channels: {
           telegram: {
             token: telegram.validToken,
             apiRoot: telegram.apiRoot,
             pacing: false,
-            allowFrom: [OWNER.id],
+            allowFrom: [OWNER.id, READER_USER.id],
           },
         },
         security: { approvals: { require: ["file_write"], timeoutSecs: 60 } },
@@ -172,6 +180,54 @@ describe("shipped build: delegate, spawn, questions, approvals, failover, memory
     const tasks = await ask(telegram, "/tasks", /^Background tasks:/);
     expect(tasks).toMatch(new RegExp(`${taskId} \\(counter\\) — done after \\d+s: There are 3 files\\.`));
     primary.assertDone();
+  });
+
+  it("spawn from an agent limited to [web_fetch, file_read, spawn]: the subagent gets file_read only, its shell is refused and audited", async () => {
+    const marker = path.join(bot.workspace, "pwned");
+    let spawned: { tools?: string[] } = {};
+    let offered: string[] = [];
+    let refused: { refused?: boolean; error?: { code: string } } = {};
+    primary.script(
+      reply.toolCalls([{ name: "spawn", arguments: { task: "Clean the build.", label: "clean" } }]),
+      reply.text("Started.", (body) => {
+        spawned = JSON.parse(toolResults(body).spawn ?? "{}");
+      }),
+      reply.toolCalls([{ name: "shell", arguments: { command: `touch ${marker}` } }], (body) => {
+        offered = (body.tools ?? []).map((tool) => tool.function.name).sort();
+      }),
+      reply.text("The shell was refused.", (body) => {
+        refused = JSON.parse(toolResults(body).shell ?? "{}");
+      }),
+      reply.text("Bob: the background task could not use the shell."),
+    );
+    const bobTexts = () =>
+      telegram
+        .callsOf("sendMessage")
+        .filter((call) => !call.failed && String(call.body.chat_id) === String(READER_USER.id))
+        .map((call) => String(call.body.text));
+    telegram.pushMessage({
+      chat: { id: READER_USER.id, type: "private" },
+      from: READER_USER,
+      text: "clean the build in the background",
+    });
+    await waitFor(
+      () => bobTexts().includes("Bob: the background task could not use the shell."),
+      "the follow-up turn in Bob's chat",
+      20_000,
+    );
+    primary.assertDone();
+    expect(spawned.tools).toEqual(["file_read", "spill_read"]);
+    expect(offered).toEqual(["file_read", "spill_read"]);
+    expect(refused).toMatchObject({ refused: true, error: { code: "tool.not_in_tool_set" } });
+    expect(existsSync(marker)).toBe(false);
+    const db = new Database(path.join(bot.dataDir, "magpie.db"), { readonly: true });
+    try {
+      expect(
+        db.prepare("SELECT agent, verdict, error_code AS code FROM audit WHERE tool = 'shell'").all(),
+      ).toEqual([{ agent: "reader", verdict: "deny", code: "tool.not_in_tool_set" }]);
+    } finally {
+      db.close();
+    }
   });
 
   it("ask_question shows buttons; answered by a press, then by typing the option's number", async () => {

@@ -7,12 +7,31 @@ export const agentSchema = z.strictObject({
   systemPrompt: z.string().optional(),
   model: z.string().min(1).optional(),
   toolSet: toolSetSchema.optional(),
+  /**
+   * Agents this one may `delegate` to although their tool set is wider than its own (DESIGN.md → Delegation). The
+   * delegated turn still never exceeds the caller's authority: a guest's set, a job creator's set.
+   */
+  delegates: z.array(z.string().min(1)).optional(),
 });
 
-export const agentsSchema = z.record(
-  z.string().regex(/^[a-z][a-z0-9_-]*$/, "agent names are lower-case letters, digits, '-' and '_'"),
-  agentSchema,
-);
+export const agentsSchema = z
+  .record(
+    z.string().regex(/^[a-z][a-z0-9_-]*$/, "agent names are lower-case letters, digits, '-' and '_'"),
+    agentSchema,
+  )
+  .superRefine((agents, context) => {
+    const names = Object.keys(agents);
+    for (const [name, agent] of Object.entries(agents)) {
+      agent.delegates?.forEach((delegate, index) => {
+        if (names.includes(delegate)) return;
+        context.addIssue({
+          code: "custom",
+          path: [name, "delegates", index],
+          message: `unknown agent "${delegate}" — define it under agents: or use one of ${names.join(", ")}`,
+        });
+      });
+    }
+  });
 
 export const routesSchema = z
   .array(
