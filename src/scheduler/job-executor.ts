@@ -58,15 +58,18 @@ export function createJobExecutor(deps: {
         const { ok, text } = shellOutputText(result);
         return { ok, output: text };
       }
+      const toolSet = promptJobToolSet(job, (set) => deps.tools.resolveToolSet(set));
       const input: Parameters<AgentRunner["run"]>[0] = {
         agent: job.agent ?? job.creator.agent,
         prompt: job.payload,
         // A session per run: a scheduled report never leaks into a chat's history or into the next run.
         sessionKey: `cron:${job.id}:${runId}`,
         target: jobTarget(job),
-        toolSet: promptJobToolSet(job, (toolSet) => deps.tools.resolveToolSet(toolSet)),
-        // The creator's tools bound the run and anything it delegates to.
-        ...(job.creator.toolNames ? { toolLimit: job.creator.toolNames } : {}),
+        toolSet,
+        // The creator's tools, narrowed by the job's own set, bound the run and anything it delegates to.
+        ...(job.creator.toolNames
+          ? { toolLimit: Array.isArray(toolSet) ? toolSet : job.creator.toolNames }
+          : {}),
         signal,
         origin: "schedule",
         sender,

@@ -106,7 +106,10 @@ export function createTriggerActions(deps: TriggerActionDeps): ActionRunner {
       sessionKey: `trigger:${trigger.name}:${run}`,
       target: triggerTarget(trigger),
       toolSet,
-      ...(trigger.creator.toolNames ? { toolLimit: trigger.creator.toolNames } : {}),
+      // The creator's tools, narrowed by the action's own set, bound the turn and anything it delegates to.
+      ...(trigger.creator.toolNames
+        ? { toolLimit: Array.isArray(toolSet) ? toolSet : trigger.creator.toolNames }
+        : {}),
       signal,
       origin: "event",
       sender,
