@@ -1,10 +1,11 @@
 import { ConfigError } from "../core/errors.js";
 import { createPhoneNotifier } from "../notify/phone.js";
+import { SeenSignatures } from "../triggers/seen-signatures.js";
 import type { TriggerDefinition } from "../triggers/trigger.js";
 import type { TriggerRuntime } from "../triggers/trigger-runtime.js";
 import { TriggerService } from "../triggers/trigger-service.js";
 import { triggersCommand } from "../triggers/triggers-command.js";
-import { createWebhookHandler } from "../triggers/webhook-handler.js";
+import { createWebhookHandler, MAX_REMEMBERED_SIGNATURES } from "../triggers/webhook-handler.js";
 import type { AppContext, MagpieFeature } from "./feature.js";
 
 /** kv key of this install's MQTT client id (the broker keeps the session under it). */
@@ -33,6 +34,7 @@ export function createTriggersFeature(): MagpieFeature {
           secretOf: (name) => service.loaded()?.secretOf(name),
           handle: (name, event) => service.loaded()?.handle(name, event) ?? "dropped",
         },
+        new SeenSignatures(app.store.db, MAX_REMEMBERED_SIGNATURES),
         () => app.clock.now(),
       );
       app.http.route("POST", "/hooks/:name", webhook);

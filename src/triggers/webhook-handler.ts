@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { SeenSignatures } from "./seen-signatures.js";
 import type { TriggerEvent, TriggerResult } from "./trigger.js";
 
 /** The largest body a webhook takes (DESIGN.md → Triggers). */
@@ -7,7 +8,7 @@ export const MAX_WEBHOOK_BODY = 1024 * 1024;
 /** How far a signed timestamp may be from now, either way. */
 const WINDOW_MS = 5 * 60_000;
 /** Signatures remembered at most (valid ones only, for one window): past this, senders are asked to slow down. */
-const MAX_REMEMBERED = 10_000;
+export const MAX_REMEMBERED_SIGNATURES = 10_000;
 /** Headers passed on to `event.headers` (never the signature or auth headers). */
 const PASSED_HEADERS = [
   "content-type",
@@ -31,19 +32,7 @@ export interface WebhookTriggers {
  * exists), 413 for a big body, 401 for a bad, missing, replayed or stale signature, 429 when the trigger drops
  * the event, 202 otherwise (with what became of it).
  */
-export function createWebhookHandler(triggers: WebhookTriggers, now: () => number) {
-  const seen = new Map<string, number>();
-
-  const remember = (signature: string, at: number): boolean => {
-    for (const [key, expires] of seen) {
-      if (expires > at) break;
-      seen.delete(key);
-    }
-    if (seen.size >= MAX_REMEMBERED) return false;
-    seen.set(signature, at + 2 * WINDOW_MS);
-    return true;
-  };
-
+export function createWebhookHandler(triggers: WebhookTriggers, seen: SeenSignatures, now: () => number) {
   return async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const answer = (status: number, body: Record<string, unknown>) => {
       response.writeHead(status, { "content-type": "application/json" });
@@ -74,18 +63,24 @@ export function createWebhookHandler(triggers: WebhookTriggers, now: () => numbe
       at,
     );
     if (typeof verdict === "string") return answer(401, { error: verdict });
-    // Only after the signature is good: an unsigned request can't fill the memory of seen signatures. Keyed on the
-    // MAC's bytes, never on how the header spelled them.
-    const mac = verdict.mac.toString("hex");
-    if (seen.has(mac)) return answer(401, { error: "signature already used" });
-    if (!remember(mac, at)) return answer(429, { error: "too many requests" });
+    // Only after the signature is good: an unsigned request writes no row. Keyed on the MAC's bytes, never on how
+    // the header spelled them. The row is committed before the event is handed over, in the same synchronous step
+    // (no await between): no crash or restart can leave an accepted event whose signature isn't recorded. It stays
+    // until the timestamp is stale, plus one window for a clock stepped back.
+    const claim = seen.claim(name, verdict.mac, verdict.timestamp * 1000 + 2 * WINDOW_MS, at);
+    if (claim === "used") return answer(401, { error: "signature already used" });
+    if (claim === "full") return answer(429, { error: "too many requests" });
     const result = triggers.handle(name, {
       source: "webhook",
       payload: parseBody(body),
       headers: passedHeaders(request),
       at,
     });
-    if (result === "dropped") return answer(429, { error: "too many events", result });
+    if (result === "dropped") {
+      // Not taken: the row goes, so a flood past maxPerHour leaves no rows and the sender may retry it.
+      seen.release(verdict.mac);
+      return answer(429, { error: "too many events", result });
+    }
     return answer(202, { result });
   };
 }
@@ -97,14 +92,14 @@ export function createWebhookHandler(triggers: WebhookTriggers, now: () => numbe
  */
 const SIGNATURE = /^sha256=([0-9a-f]{64})$/;
 
-/** Why a signature is refused, or the MAC it carries (good for this body and timestamp). */
+/** Why a signature is refused, or the MAC it carries (good for this body and timestamp) and that timestamp. */
 function verify(
   secret: string,
   timestamp: string | undefined | null,
   signature: string | undefined | null,
   body: Buffer,
   now: number,
-): string | { mac: Buffer } {
+): string | { mac: Buffer; timestamp: number } {
   if (timestamp === null || signature === null)
     return "send X-Magpie-Timestamp and X-Magpie-Signature once each";
   if (!timestamp || !signature) return "missing X-Magpie-Timestamp or X-Magpie-Signature";
@@ -115,7 +110,7 @@ function verify(
   const expected = createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest();
   const given = Buffer.from(hex, "hex");
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return "bad signature";
-  return { mac: given };
+  return { mac: given, timestamp: Number(timestamp) };
 }
 
 /** The signature a sender puts in `X-Magpie-Signature` (tests, docs and `magpie` itself use it). */

@@ -192,6 +192,28 @@ describe.runIf(hasMosquittoWithUsers() && hasPrograms("socat"))("shipped build: 
     expect(sent().filter((text) => text === "Deploy of captured")).toHaveLength(1);
   });
 
+  it("attack: a captured webhook replayed right after a restart (still within the window) is refused and acts once", async () => {
+    const body = JSON.stringify({ repo: "before-restart" });
+    const timestamp = Math.floor(Date.now() / 1000);
+    const headers: Array<[string, string]> = [
+      ["X-Magpie-Timestamp", ` ${timestamp}`],
+      ["X-Magpie-Signature", ` ${signWebhook(SECRET, timestamp, body)}`],
+    ];
+    expect(await rawPost(bot.url, "/hooks/deploy", headers, body)).toBe(202);
+    await waitFor(() => sent().includes("Deploy of before-restart"), "the message");
+    await bot.restart();
+    // The identical bytes again, seconds later: the timestamp is fresh, the signature good — and already used.
+    expect(await rawPost(bot.url, "/hooks/deploy", headers, body)).toBe(401);
+    const later = JSON.stringify({ repo: "after-restart" });
+    const laterHeaders: Array<[string, string]> = [
+      ["X-Magpie-Timestamp", ` ${timestamp}`],
+      ["X-Magpie-Signature", ` ${signWebhook(SECRET, timestamp, later)}`],
+    ];
+    expect(await rawPost(bot.url, "/hooks/deploy", laterHeaders, later)).toBe(202);
+    await waitFor(() => sent().includes("Deploy of after-restart"), "the canary");
+    expect(sent().filter((text) => text === "Deploy of before-restart")).toHaveLength(1);
+  }, 60_000);
+
   it("attack: a retained message is handled once over two restarts; one changed while stopped is handled once", async () => {
     await waitFor(() => sent().includes("door open"), "the retained state", 10_000);
     const publish = async (payload: string, retain: boolean) => {
