@@ -129,7 +129,9 @@ export async function runUpgrade(options: UpgradeOptions): Promise<UpgradeOutcom
       if (told.length > 0) say(`  The owner was told (${told.join(", ")}).`);
       return { status: "not-installed", error: errorMessage(error) };
     }
-    say(`✓ Installed Magpie ${release.version} (${releaseName(release.revision)}).`);
+    say(
+      `✓ Installed Magpie ${release.version} (${releaseName(release.revision)}); ${release.dependencies === "reused" ? "package-lock.json unchanged, so node_modules was reused (no npm ci)" : "dependencies installed with npm ci"}.`,
+    );
 
     const mainScript = path.join(install.link, MAIN_SCRIPT);
     let started: Started | null = null;

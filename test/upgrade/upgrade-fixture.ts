@@ -25,8 +25,9 @@ const REPO = path.resolve(".");
  * dist/bundle, with this checkout's node_modules linked), a Telegram fake and an LLM fake, and Magpie 0.1.0
  * started by hand (not under systemd), to which the owner has written once.
  *
- * Releases are built for real from their commit by scripts/bundle.mjs: `MAGPIE_UPGRADE_BUILD` links
- * node_modules instead of running `npm ci` (two minutes), which a real upgrade runs.
+ * Releases are built for real from their commit by scripts/bundle.mjs (`MAGPIE_UPGRADE_BUILD`, instead of tsc +
+ * bundle); their package-lock.json is this checkout's, so the upgrade reuses the install's node_modules (a link
+ * to this checkout's) instead of running `npm ci`.
  */
 export class UpgradeFixture {
   readonly owner = 7001;
@@ -40,7 +41,9 @@ export class UpgradeFixture {
     PATH: process.env.PATH,
     HOME: this.root,
     LOG_LEVEL: "info",
-    MAGPIE_UPGRADE_BUILD: `ln -s ${REPO}/node_modules node_modules && echo /node_modules >> .git/info/exclude && node scripts/bundle.mjs`,
+    // The build without tsc (esbuild only); node_modules comes from the install's (a link to this checkout's), reused
+    // by the upgrade as the lock file is the same.
+    MAGPIE_UPGRADE_BUILD: "node scripts/bundle.mjs",
   };
   telegram!: FakeTelegram;
   llm!: OpenAiFake;
