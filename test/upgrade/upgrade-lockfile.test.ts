@@ -96,7 +96,7 @@ describe("magpie upgrade: an unchanged lock file needs no network", () => {
     expect(buildLog).toMatch(
       /package-lock\.json pins the same dependencies as .*: its node_modules reused \(linked\), no npm ci\./,
     );
-    expect(buildLog).not.toContain("npm ci");
+    expect(buildLog).not.toContain("$ npm ci");
     expect(result.stdout).toMatch(/✓ Upgraded Magpie 0\.1\.0 → 0\.2\.0/);
     expect(await fixture.version()).toBe("magpie 0.2.0");
     await fixture.ownerSays("hello 0.2.0", "Hi from 0.2.0, installed offline");
