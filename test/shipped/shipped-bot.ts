@@ -155,6 +155,11 @@ export class ShippedBot {
     });
   }
 
+  /** Starts the bot again after `stop()`: the same directory, config and environment. */
+  async relaunch(timeoutMs = 20_000): Promise<void> {
+    await this.launch(timeoutMs);
+  }
+
   /** SIGTERM, then waits for the exit code. */
   async stop(): Promise<number | null> {
     const child = this.child;
