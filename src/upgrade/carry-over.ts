@@ -1,3 +1,5 @@
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import path from "node:path";
 import Database from "better-sqlite3";
 
 /** An inbound message the failed release took in and did not answer. */
@@ -11,13 +13,22 @@ export interface UnansweredMessage {
 
 /**
  * The messages that reached the database since `since` (the snapshot) and were never answered there — a failed
- * release may have taken them from the platform (Telegram advances its offset) before it was stopped. Read from
- * the failed database before the snapshot replaces it; [] when it can't be read.
+ * release may have taken them from the platform (Telegram advances its offset) before it was stopped. Read from a
+ * scratch copy of the failed database's files (`kept`: the directory they were moved aside to), so the kept files
+ * stay exactly as the failed release left them; [] when the copy can't be read (a damaged database).
  */
-export function unansweredSince(database: string, since: number): UnansweredMessage[] {
+export function unansweredSince(kept: string, since: number): UnansweredMessage[] {
+  let scratch: string | null = null;
   try {
-    const db = new Database(database, { fileMustExist: true });
+    scratch = mkdtempSync(path.join(path.dirname(kept), ".carry-over-"));
+    for (const name of ["magpie.db", "magpie.db-wal"]) {
+      if (existsSync(path.join(kept, name))) copyFileSync(path.join(kept, name), path.join(scratch, name));
+    }
+    const db = new Database(path.join(scratch, "magpie.db"), { fileMustExist: true });
     try {
+      // A damaged file is read defensively: no code from its schema runs, malformed cells are caught.
+      db.pragma("trusted_schema = OFF");
+      db.pragma("cell_size_check = ON");
       return db
         .prepare(
           `SELECT channel, message_id, session_key, payload, received_at FROM inbox
@@ -29,6 +40,8 @@ export function unansweredSince(database: string, since: number): UnansweredMess
     }
   } catch {
     return [];
+  } finally {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
   }
 }
 

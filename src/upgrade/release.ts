@@ -9,6 +9,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
+import { canReuseDependencies, reuseDependencies } from "./dependencies.js";
 import { git, gitOrNull } from "./git.js";
 import { type Install, MAIN_SCRIPT, releaseName } from "./install.js";
 import { UpgradeError } from "./upgrade-error.js";
@@ -20,12 +21,15 @@ export interface Release {
   version: string;
   /** What `--to` named (or the default it chose). */
   ref: string;
+  /** How it got its node_modules: reused from the running release (the same lock file), or `npm ci`. */
+  dependencies?: "reused" | "installed";
 }
 
 /**
- * Installs and builds a release: `npm ci` (whose `prepare` script builds dist/), then `npm run build` if that
- * left no bundle. `MAGPIE_UPGRADE_BUILD` replaces both with one shell command run in the release's directory —
- * for tests (which link node_modules and bundle, instead of a 2-minute npm ci) and unusual setups.
+ * Installs and builds a release: its dependencies — the running release's node_modules when package-lock.json pins
+ * the same tree (no network), else `npm ci` (whose `prepare` script builds dist/) — then `npm run build` if that
+ * left no bundle. `MAGPIE_UPGRADE_BUILD` replaces the build (`npm run build`) with one shell command run in the
+ * release's directory — for tests (which bundle without tsc) and unusual setups.
  */
 const BUILD_ENV = "MAGPIE_UPGRADE_BUILD";
 
@@ -81,6 +85,7 @@ export async function installRelease(options: {
   const partial = `${dir}.partial`;
   mkdirSync(install.releasesDir, { recursive: true });
   rmSync(partial, { recursive: true, force: true });
+  let dependencies: Release["dependencies"];
   try {
     await git(install.releasesDir, ["clone", "--quiet", "--no-checkout", install.checkout, partial]);
     await git(partial, ["fetch", "--quiet", install.checkout, target.revision]);
@@ -92,7 +97,7 @@ export async function installRelease(options: {
       mkdirSync(path.dirname(path.join(partial, relative)), { recursive: true });
       copyFileSync(file, path.join(partial, relative));
     }
-    await build(partial, options.buildLog);
+    dependencies = await build(partial, install.checkout, options.buildLog);
     if (!existsSync(path.join(partial, MAIN_SCRIPT))) {
       throw new UpgradeError(
         "upgrade.build_failed",
@@ -111,21 +116,33 @@ export async function installRelease(options: {
     revision: target.revision,
     version: typeof manifest.version === "string" ? manifest.version : "unknown",
     ref: target.ref,
+    dependencies,
   };
 }
 
-async function build(dir: string, logFile: string): Promise<void> {
+async function build(
+  dir: string,
+  running: string,
+  logFile: string,
+): Promise<NonNullable<Release["dependencies"]>> {
   mkdirSync(path.dirname(logFile), { recursive: true });
   const log = createWriteStream(logFile, { flags: "a" });
   const custom = process.env[BUILD_ENV];
-  const steps: Array<{ command: string; args: string[]; shell?: boolean; unlessBuilt?: boolean }> = custom
-    ? [{ command: custom, args: [], shell: true }]
-    : [
-        // Dev dependencies too (tsc and esbuild build dist/), whatever NODE_ENV says.
-        { command: "npm", args: ["ci", "--include=dev", "--no-audit", "--no-fund"] },
-        { command: "npm", args: ["run", "build"], unlessBuilt: true },
-      ];
+  const reuse = canReuseDependencies(running, dir);
+  const steps: Array<{ command: string; args: string[]; shell?: boolean; unlessBuilt?: boolean }> = [
+    // Dev dependencies too (tsc and esbuild build dist/), whatever NODE_ENV says.
+    ...(reuse ? [] : [{ command: "npm", args: ["ci", "--include=dev", "--no-audit", "--no-fund"] }]),
+    custom
+      ? { command: custom, args: [], shell: true }
+      : { command: "npm", args: ["run", "build"], unlessBuilt: true },
+  ];
   try {
+    if (reuse) {
+      const how = await reuseDependencies(running, dir);
+      log.write(
+        `package-lock.json pins the same dependencies as ${running}: its node_modules reused (${how}), no npm ci.\n`,
+      );
+    }
     for (const step of steps) {
       if (step.unlessBuilt && existsSync(path.join(dir, MAIN_SCRIPT))) continue;
       const shown = [step.command, ...step.args].join(" ");
@@ -157,4 +174,5 @@ async function build(dir: string, logFile: string): Promise<void> {
   } finally {
     await new Promise((resolve) => log.end(resolve));
   }
+  return reuse ? "reused" : "installed";
 }

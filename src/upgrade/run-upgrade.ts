@@ -14,7 +14,7 @@ import path from "node:path";
 import { type InstanceInfo, readInstance, runningInstance } from "../cli/instance.js";
 import type { MagpieConfig } from "../config/schema.js";
 import { errorMessage } from "../core/errors.js";
-import { restoreDatabase } from "../store/restore.js";
+import { moveDatabaseAside, restoreDatabase } from "../store/restore.js";
 import { carryOver, unansweredSince } from "./carry-over.js";
 import { syntheticTurn, type TurnCheck, waitReady } from "./checks.js";
 import {
@@ -50,7 +50,8 @@ export type UpgradeOutcome =
   | { status: "upgraded"; from: string; to: Release; turn: TurnCheck }
   /** Nothing was stopped: the release could not be installed. */
   | { status: "not-installed"; error: string }
-  | { status: "rolled-back"; error: string; recovered: boolean };
+  /** `recovered`: the previous release runs and passed its checks; `problems`: the rollback's steps that failed. */
+  | { status: "rolled-back"; error: string; recovered: boolean; problems: string[] };
 
 /**
  * `magpie upgrade`: snapshot, install beside, switch, start, check — and on any failure after the switch, put
@@ -128,7 +129,9 @@ export async function runUpgrade(options: UpgradeOptions): Promise<UpgradeOutcom
       if (told.length > 0) say(`  The owner was told (${told.join(", ")}).`);
       return { status: "not-installed", error: errorMessage(error) };
     }
-    say(`✓ Installed Magpie ${release.version} (${releaseName(release.revision)}).`);
+    say(
+      `✓ Installed Magpie ${release.version} (${releaseName(release.revision)}); ${release.dependencies === "reused" ? "package-lock.json unchanged, so node_modules was reused (no npm ci)" : "dependencies installed with npm ci"}.`,
+    );
 
     const mainScript = path.join(install.link, MAIN_SCRIPT);
     let started: Started | null = null;
@@ -174,31 +177,37 @@ export async function runUpgrade(options: UpgradeOptions): Promise<UpgradeOutcom
   }
 }
 
-async function startAndCheck(
-  control: ServiceControl,
-  options: {
-    previous: InstanceInfo;
-    mainScript: string;
-    dataDir: string;
-    timeoutMs: number;
-    release: Release;
-  },
-): Promise<Started> {
-  const started = await control.start({
+async function startAndCheck(control: ServiceControl, options: StartFor): Promise<Started> {
+  const started = await startInstance(control, options);
+  await waitReady(started.instance, options.timeoutMs, started.exited);
+  return started;
+}
+
+interface StartFor {
+  previous: InstanceInfo;
+  mainScript: string;
+  dataDir: string;
+  timeoutMs: number;
+  release: Release;
+}
+
+/** Starts `release` the way the previous Magpie ran; resolves once its pid file names it. */
+function startInstance(control: ServiceControl, options: StartFor): Promise<Started> {
+  return control.start({
     previous: options.previous,
     mainScript: options.mainScript,
     dataDir: options.dataDir,
     logFile: path.join(options.dataDir, "logs", `magpie-${releaseName(options.release.revision)}.log`),
     timeoutMs: options.timeoutMs,
   });
-  await waitReady(started.instance, options.timeoutMs, started.exited);
-  return started;
 }
 
 /**
- * Stops whatever the failed release left running, puts the snapshot's database (and any changed config file)
- * back, points the install at the previous release, tells the owner (a notice in the restored outbox, delivered
- * once it runs, and the phone) and starts it — checked the same way.
+ * Stops whatever the failed release left running, moves its database files aside as files (never opened: a release
+ * may have left a database SQLite can't read), puts the snapshot's database (and any changed config file) back,
+ * points the install at the previous release, tells the owner (a notice in the restored outbox, delivered once it
+ * runs, and the phone) and starts it — checked the same way. Each step that fails is said and the rest still run:
+ * whatever happened, the previous release is started.
  */
 async function rollBack(context: {
   config: MagpieConfig;
@@ -212,62 +221,132 @@ async function rollBack(context: {
   release: Release;
   message: string;
 }): Promise<UpgradeOutcome> {
-  const { say, dataDir, install, snapshot, control, instance } = context;
+  const { say, dataDir, install, snapshot, control, instance, release } = context;
+  const problems: string[] = [];
+  const attempt = async <T>(what: string, action: () => T | Promise<T>): Promise<T | null> => {
+    try {
+      return await action();
+    } catch (error) {
+      const problem = `${what} failed: ${errorMessage(error)}`;
+      problems.push(problem);
+      say(`✗ ${problem}`);
+      return null;
+    }
+  };
   say(`Rolling back to Magpie ${install.version} (${releaseName(install.revision)}) …`);
-  try {
-    await stopLeftovers(control, dataDir, instance);
-    const database = path.join(dataDir, "magpie.db");
-    const unanswered = unansweredSince(database, snapshot.takenAt);
-    const restored = await restoreDatabase({
+  await attempt(`Stopping Magpie ${release.version}`, () => stopLeftovers(control, dataDir, instance));
+
+  const database = path.join(dataDir, "magpie.db");
+  const aside = await attempt("Moving the failed release's database aside", () =>
+    moveDatabaseAside(dataDir, "failed-upgrade"),
+  );
+  if (aside) {
+    say(
+      aside.files.length > 0
+        ? `✓ The failed release's database files were moved aside, unopened: ${aside.dir} (${aside.files.join(", ")}).`
+        : `✓ The failed release left no database files (${aside.dir} is empty).`,
+    );
+  }
+  const unanswered = aside && aside.files.length > 0 ? unansweredSince(aside.dir, snapshot.takenAt) : [];
+  const restored = await attempt("Putting the snapshot's database back", () =>
+    restoreDatabase({
       dataDir,
       file: snapshot.database,
       asideLabel: "failed-upgrade",
+      // The snapshot is this upgrade's own copy of the database the previous release ran with.
       allowNewer: true,
-    });
-    say(`✓ Database put back from ${snapshot.database} (the failed one is kept at ${restored.previous}).`);
-    const carried = carryOver(database, unanswered);
-    if (carried > 0)
-      say(
-        `✓ ${carried} message(s) the failed release took in and did not answer are queued for ${install.version}.`,
+      verifySchema: false,
+      keepAside: "files",
+    }),
+  );
+  if (restored) {
+    say(`✓ Database put back from ${snapshot.database}.`);
+    if (restored.movedAside) {
+      say(`✓ What was still at ${database} was moved aside too: ${restored.previous}.`);
+    }
+    if (unanswered.length > 0) {
+      const carried = await attempt("Queueing the messages the failed release did not answer", () =>
+        carryOver(database, unanswered),
       );
-    for (const file of restoreFiles(snapshot)) say(`✓ Put back ${file}.`);
-    pointInstallAt(install.link, install.checkout);
-    const text = `Upgrading to ${context.release.version} (${context.release.ref}) failed, so Magpie went back to ${install.version} with the database from before the upgrade. ${context.message}`;
-    const told = await tellOwner(context.config, "Magpie upgrade rolled back", text);
-    const started = await startAndCheck(control, {
+      if (carried)
+        say(
+          `✓ ${carried} message(s) the failed release took in and did not answer are queued for ${install.version}.`,
+        );
+    }
+  } else {
+    say(
+      `  Magpie ${install.version} starts on a new, empty database; put the snapshot back by hand: stop Magpie, magpie restore ${snapshot.database}, start it.`,
+    );
+  }
+  const files = await attempt("Putting the config files back", () => restoreFiles(snapshot));
+  for (const file of files ?? []) say(`✓ Put back ${file}.`);
+  await attempt("Pointing the install back", () => pointInstallAt(install.link, install.checkout));
+
+  const kept = aside ? ` The failed release's database files are kept in ${aside.dir}.` : "";
+  const told = await tellOwner(
+    context.config,
+    "Magpie upgrade rolled back",
+    `Upgrading to ${release.version} (${release.ref}) failed, so Magpie went back to ${install.version}${restored ? " with the database from before the upgrade" : ""}. ${context.message}${kept}${problems.length > 0 ? ` Problems while rolling back: ${problems.join(" ")}` : ""}`,
+  );
+
+  const previousRelease = {
+    dir: install.checkout,
+    revision: install.revision,
+    version: install.version,
+    ref: "",
+  };
+  const mainScript = path.join(install.link, MAIN_SCRIPT);
+  const started = await attempt(`Starting Magpie ${install.version}`, () =>
+    startInstance(control, {
       previous: instance,
-      mainScript: path.join(install.link, MAIN_SCRIPT),
+      mainScript,
       dataDir,
       timeoutMs: context.timeoutMs,
-      release: { dir: install.checkout, revision: install.revision, version: install.version, ref: "" },
-    });
-    const turn = await syntheticTurn({
-      instance: started.instance,
-      mainScript: path.join(install.link, MAIN_SCRIPT),
-      env: environmentOf(started.instance.pid) ?? process.env,
-      timeoutMs: context.timeoutMs,
-    });
-    say(
-      `✓ Rolled back: Magpie ${install.version} runs again (pid ${started.instance.pid}, log: ${started.log}); /readyz 200; ${turn.summary}.`,
+      release: previousRelease,
+    }),
+  );
+  let checked: TurnCheck | null = null;
+  if (started) {
+    const ready = await attempt(`Magpie ${install.version}'s /readyz`, () =>
+      waitReady(started.instance, context.timeoutMs, started.exited).then(() => true),
     );
-    say(
-      told.length > 0
-        ? `  The owner was told (${told.join(", ")}).`
-        : "  No owner chat or phone provider to tell.",
-    );
-    return { status: "rolled-back", error: context.message, recovered: true };
-  } catch (error) {
-    say(`✗ The rollback failed too: ${errorMessage(error)}`);
-    say(
-      `  By hand: stop Magpie; ln -sfn ${install.checkout} ${install.link}; magpie restore ${snapshot.database}; start Magpie. Config copies are in ${snapshot.dir}.`,
-    );
-    await tellOwner(
-      context.config,
-      "Magpie upgrade failed and could not roll back",
-      `${context.message} Rolling back failed: ${errorMessage(error)}. Magpie may be down; the snapshot is in ${snapshot.dir}.`,
-    );
-    return { status: "rolled-back", error: context.message, recovered: false };
+    if (ready) {
+      checked = await attempt(`Magpie ${install.version}'s synthetic turn`, () =>
+        syntheticTurn({
+          instance: started.instance,
+          mainScript,
+          env: environmentOf(started.instance.pid) ?? process.env,
+          timeoutMs: context.timeoutMs,
+        }),
+      );
+    }
   }
+  const toldLine =
+    told.length > 0
+      ? `  The owner was told (${told.join(", ")}).`
+      : "  No owner chat or phone provider to tell.";
+  if (started && checked && problems.length === 0) {
+    say(
+      `✓ Rolled back: Magpie ${install.version} runs again (pid ${started.instance.pid}, log: ${started.log}); /readyz 200; ${checked.summary}.`,
+    );
+    say(toldLine);
+    return { status: "rolled-back", error: context.message, recovered: true, problems };
+  }
+  say(
+    started
+      ? `✗ Rolled back with problems: Magpie ${install.version} runs (pid ${started.instance.pid}, log: ${started.log}), but ${problems.length} step(s) failed (above).`
+      : `✗ The rollback could not start Magpie ${install.version}: Magpie is down.`,
+  );
+  say(toldLine);
+  say(
+    `  By hand: stop Magpie; ln -sfn ${install.checkout} ${install.link}; magpie restore ${snapshot.database}; start Magpie. Config copies are in ${snapshot.dir}.${aside ? ` The failed release's database files are in ${aside.dir}.` : ""}`,
+  );
+  await tellOwner(
+    context.config,
+    started ? "Magpie upgrade rolled back with problems" : "Magpie upgrade failed and could not roll back",
+    `${context.message} ${started ? `Magpie ${install.version} runs again, but` : "Magpie is down:"} ${problems.join(" ")} The snapshot is in ${snapshot.dir}.${kept}`,
+  );
+  return { status: "rolled-back", error: context.message, recovered: started !== null, problems };
 }
 
 /** Stops the failed release: the unit, or any process other than the old one that the pid file names. */

@@ -7,6 +7,11 @@ import { environmentOf, isAlive, sleep, userOf } from "./process-info.js";
 import { UpgradeError } from "./upgrade-error.js";
 
 const STOP_WAIT_MS = 25_000;
+/**
+ * A release that never came up has no turn to finish; one hung in a migration can't even run its SIGTERM handler,
+ * and SQLite rolls back the transaction a SIGKILL cuts off.
+ */
+const NEVER_UP_WAIT_MS = 5_000;
 
 /** How the running Magpie is stopped and started again: its systemd unit, or a detached process. */
 export interface ServiceControl {
@@ -138,7 +143,7 @@ function detachedControl(context: ProcessContext): ServiceControl {
         const instance = await waitForInstance(options, (info) => info.pid === pid, exited);
         return { instance, exited, log: options.logFile };
       } catch (error) {
-        if (pid !== undefined) await stopPid(pid);
+        if (pid !== undefined) await stopPid(pid, NEVER_UP_WAIT_MS);
         throw error;
       }
     },
@@ -173,9 +178,9 @@ async function waitForInstance(
 }
 
 /** SIGTERM (Magpie finishes or checkpoints its turns and exits within 10 s), SIGKILL if it hangs on. */
-export async function stopPid(pid: number): Promise<void> {
+export async function stopPid(pid: number, waitMs = STOP_WAIT_MS): Promise<void> {
   if (!signal(pid, "SIGTERM")) return;
-  const deadline = Date.now() + STOP_WAIT_MS;
+  const deadline = Date.now() + waitMs;
   while (isAlive(pid)) {
     if (Date.now() > deadline) {
       signal(pid, "SIGKILL");

@@ -162,6 +162,11 @@ export class ShippedBot {
     await this.launch(options.timeoutMs ?? 20_000);
   }
 
+  /** Starts the bot again after `stop()`: the same directory, config and environment. */
+  async relaunch(timeoutMs = 20_000): Promise<void> {
+    await this.launch(timeoutMs);
+  }
+
   /** SIGTERM, then waits for the exit code. */
   async stop(): Promise<number | null> {
     const child = this.child;

@@ -25,14 +25,16 @@ let dir: string;
 let dataDir: string;
 let live: string;
 
+/** A row in the kv table (a table of the schema: restore refuses a table its migrations don't create). */
 function note(db: Database.Database, text: string): void {
-  db.exec("CREATE TABLE IF NOT EXISTS probe (text TEXT)");
-  db.prepare("INSERT INTO probe (text) VALUES (?)").run(text);
+  db.prepare("INSERT INTO kv (key, value, updated_at) VALUES (?, ?, 0)").run(`note-${text}`, text);
 }
 const notes = (file: string) => {
   const db = new Database(file, { readonly: true });
   try {
-    return (db.prepare("SELECT text FROM probe ORDER BY rowid").pluck().all() as string[]).join(",");
+    return (
+      db.prepare("SELECT value FROM kv WHERE key LIKE 'note-%' ORDER BY rowid").pluck().all() as string[]
+    ).join(",");
   } finally {
     db.close();
   }
@@ -102,6 +104,39 @@ describe("restoreDatabase", () => {
     const result = await restoreDatabase({ dataDir, file: copy });
     expect(result.previous).toBeNull();
     expect(notes(live)).toBe("live");
+  });
+
+  it("a live database SQLite can't read is moved aside as files (with its -wal and -shm), never opened", async () => {
+    const copy = path.join(dir, "copy.db");
+    await backupDatabase(live, copy);
+    const garbage = "overwritten by a botched migration ".repeat(2000);
+    writeFileSync(live, garbage);
+    writeFileSync(`${live}-wal`, "wal bytes");
+    writeFileSync(`${live}-shm`, "shm bytes");
+    const result = await restoreDatabase({ dataDir, file: copy, now: new Date("2026-01-02T03:04:05Z") });
+    const aside = path.join(dataDir, "backups", "magpie-before-restore-20260102-030405");
+    expect(result.previous).toBe(aside);
+    expect(result.movedAside?.reason).toMatch(/^it could not be copied: file is not a database/);
+    expect(result.movedAside?.files).toEqual(["magpie.db", "magpie.db-wal", "magpie.db-shm"]);
+    expect(readFileSync(path.join(aside, "magpie.db"), "utf8")).toBe(garbage);
+    expect(readFileSync(path.join(aside, "magpie.db-wal"), "utf8")).toBe("wal bytes");
+    expect(notes(live)).toBe("live");
+    expect(existsSync(`${live}-wal`)).toBe(false);
+  });
+
+  it("keepAside: 'files' moves even a healthy database as files, unopened (an upgrade's rollback)", async () => {
+    const copy = path.join(dir, "copy.db");
+    await backupDatabase(live, copy);
+    const bytes = readFileSync(live);
+    const result = await restoreDatabase({
+      dataDir,
+      file: copy,
+      keepAside: "files",
+      asideLabel: "failed-upgrade",
+    });
+    expect(result.movedAside).toEqual({ reason: "never opened", files: ["magpie.db"] });
+    expect(path.basename(result.previous!)).toMatch(/^magpie-failed-upgrade-\d{8}-\d{6}$/);
+    expect(readFileSync(path.join(result.previous!, "magpie.db")).equals(bytes)).toBe(true);
   });
 
   it("refuses a file that is not SQLite", async () => {

@@ -42,8 +42,9 @@ describe("magpie upgrade: a release whose migration fails", () => {
     expect(result.exitCode, `${result.stdout}\n${result.stderr}`).toBe(1);
     expect(result.stdout).toContain("✗ Magpie 0.4.0 (v0.4.0) failed: It exited (code 1) before it was up.");
     expect(result.stdout).toMatch(
-      /✓ Database put back from .*upgrade-.*magpie\.db \(the failed one is kept at .*magpie-failed-upgrade-/,
+      /✓ The failed release's database files were moved aside, unopened: .*backups\/magpie-failed-upgrade-\d{8}-\d{6} \(magpie\.db[^)]*\)\./,
     );
+    expect(result.stdout).toMatch(/✓ Database put back from .*upgrade-.*magpie\.db\./);
     expect(result.stdout).toContain("✓ Rolled back: Magpie 0.1.0 runs again");
     const logs = readFileSync(
       path.join(

@@ -25,8 +25,9 @@ const REPO = path.resolve(".");
  * dist/bundle, with this checkout's node_modules linked), a Telegram fake and an LLM fake, and Magpie 0.1.0
  * started by hand (not under systemd), to which the owner has written once.
  *
- * Releases are built for real from their commit by scripts/bundle.mjs: `MAGPIE_UPGRADE_BUILD` links
- * node_modules instead of running `npm ci` (two minutes), which a real upgrade runs.
+ * Releases are built for real from their commit by scripts/bundle.mjs (`MAGPIE_UPGRADE_BUILD`, instead of tsc +
+ * bundle); their package-lock.json is this checkout's, so the upgrade reuses the install's node_modules (a link
+ * to this checkout's) instead of running `npm ci`.
  */
 export class UpgradeFixture {
   readonly owner = 7001;
@@ -40,7 +41,9 @@ export class UpgradeFixture {
     PATH: process.env.PATH,
     HOME: this.root,
     LOG_LEVEL: "info",
-    MAGPIE_UPGRADE_BUILD: `ln -s ${REPO}/node_modules node_modules && echo /node_modules >> .git/info/exclude && node scripts/bundle.mjs`,
+    // The build without tsc (esbuild only); node_modules comes from the install's (a link to this checkout's), reused
+    // by the upgrade as the lock file is the same.
+    MAGPIE_UPGRADE_BUILD: "node scripts/bundle.mjs",
   };
   telegram!: FakeTelegram;
   llm!: OpenAiFake;
@@ -119,12 +122,47 @@ export class UpgradeFixture {
     return (await this.git("rev-parse", "HEAD")).stdout.trim();
   }
 
-  /** `magpie <args> --config <config>` from the install, as its owner would run it. */
-  magpie(args: string[], timeoutMs = 240_000) {
+  /**
+   * Commits a release whose migrations are v0.1.0's plus `extra` (each a file in src/store/migrations exporting
+   * `exportName`), appended to the list in order.
+   */
+  async releaseWithMigrations(
+    version: string,
+    extra: Array<{ file: string; exportName: string; source: string }>,
+  ): Promise<string> {
+    const migrations = path.join(this.upstream, "src/store/migrations");
+    // Whatever an earlier release added is dropped: the directory is v0.1.0's again.
+    rmSync(migrations, { recursive: true, force: true });
+    await this.git("checkout", "-q", "v0.1.0", "--", "src/store/migrations");
+    return this.release(version, () => {
+      for (const migration of extra) writeFileSync(path.join(migrations, migration.file), migration.source);
+      const index = path.join(migrations, "index.ts");
+      const imports = extra
+        .map((m) => `import { ${m.exportName} } from "./${m.file.replace(/\.ts$/, ".js")}";\n`)
+        .join("");
+      writeFileSync(
+        index,
+        `${imports}${readFileSync(index, "utf8").replace(
+          /export const migrations: Migration\[\] = \[([^\]]*)\]/,
+          (_all, list: string) =>
+            `export const migrations: Migration[] = [${list}${extra.map((m) => `  ${m.exportName},\n`).join("")}]`,
+        )}`,
+      );
+    });
+  }
+
+  /** `magpie <args> --config <config>` from the install, as its owner would run it (`env` added to its environment). */
+  magpie(args: string[], timeoutMs = 240_000, env: NodeJS.ProcessEnv = {}) {
     return execa(
       process.execPath,
       [path.join(this.install, "dist/bundle/main.js"), ...args, "--config", this.configFile],
-      { cwd: this.runDir, env: this.environment, extendEnv: false, reject: false, timeout: timeoutMs },
+      {
+        cwd: this.runDir,
+        env: { ...this.environment, ...env },
+        extendEnv: false,
+        reject: false,
+        timeout: timeoutMs,
+      },
     );
   }
 

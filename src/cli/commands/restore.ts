@@ -6,8 +6,10 @@ import { runningInstance } from "../instance.js";
 
 const USAGE = `Usage: magpie restore <file>
   Puts a backup (from magpie backup) back as the database. Magpie must be stopped.
-  The backup is checked first (a whole SQLite database, Magpie's, not from a newer release); the current
-  database is kept aside in <dataDir>/backups/magpie-before-restore-<UTC time>.db; the swap is atomic.
+  The backup is checked first (a whole SQLite database, Magpie's, not from a newer release, and no table, index,
+  view or trigger that Magpie's migrations don't create); the current database is kept aside in
+  <dataDir>/backups/magpie-before-restore-<UTC time>.db (its files moved as they are, when SQLite can't read
+  it); the swap is atomic.
   An older backup is fine: its missing migrations run when Magpie starts.`;
 
 /** `magpie restore <file>`: checks a backup and swaps it in for the database of a stopped Magpie. */
@@ -49,9 +51,11 @@ export const run: CliCommand = async (argv, env) => {
     const version = String(result.schemaVersion).padStart(3, "0");
     env.stdout.write(`✓ Restored ${file} (schema version ${version}, ${mib} MiB) as ${result.database}.\n`);
     env.stdout.write(
-      result.previous
-        ? `  The database it replaced is kept at ${result.previous}.\n`
-        : "  There was no database before.\n",
+      result.movedAside
+        ? `  The database it replaced (${result.movedAside.reason}) was moved aside as it was: ${result.previous} (${result.movedAside.files.join(", ")}).\n`
+        : result.previous
+          ? `  The database it replaced is kept at ${result.previous}.\n`
+          : "  There was no database before.\n",
     );
     if (result.pending.length > 0)
       env.stdout.write(

@@ -8,7 +8,16 @@ const USAGE = `Usage: magpie upgrade [--to <version or git ref>]
   /readyz and one synthetic turn through the console path. On any failure it puts the previous release and
   database back, starts them and tells the owner. Run it as the user who owns the install (e.g. with sudo).
   --to <ref>   a version (0.2.0 or v0.2.0), tag, branch of origin or commit (default: the newest version tag,
-               else origin's default branch)`;
+               else origin's default branch)
+  MAGPIE_UPGRADE_TIMEOUT=<seconds> in the environment: how long a release gets to come up, be ready and answer
+               (default 120; raise it for long migrations on a slow board).`;
+
+/** `MAGPIE_UPGRADE_TIMEOUT` in ms; undefined when unset; null when it isn't a whole number of seconds (1–86400). */
+function timeoutFromEnvironment(value: string | undefined): number | undefined | null {
+  if (value === undefined || value === "") return undefined;
+  const seconds = Number(value);
+  return /^\d+$/.test(value) && seconds >= 1 && seconds <= 86_400 ? seconds * 1000 : null;
+}
 
 /** `magpie upgrade [--to <ref>]`: see src/upgrade/run-upgrade.ts. */
 export const run: CliCommand = async (argv, env) => {
@@ -34,12 +43,20 @@ export const run: CliCommand = async (argv, env) => {
     );
     return 2;
   }
+  const timeoutMs = timeoutFromEnvironment(process.env.MAGPIE_UPGRADE_TIMEOUT);
+  if (timeoutMs === null) {
+    env.stderr.write(
+      `MAGPIE_UPGRADE_TIMEOUT="${String(process.env.MAGPIE_UPGRADE_TIMEOUT).slice(0, 40)}": a whole number of seconds, 1 to 86400.\n${USAGE}\n`,
+    );
+    return 2;
+  }
   const config = env.loadConfig();
   const { runUpgrade } = await import("../../upgrade/run-upgrade.js");
   try {
     const outcome = await runUpgrade({
       config,
       to: values.to,
+      timeoutMs,
       say: (line) => env.stdout.write(`${line}\n`),
     });
     return outcome.status === "upgraded" || outcome.status === "current" ? 0 : 1;
