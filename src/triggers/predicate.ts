@@ -48,7 +48,11 @@ function matchesMacro(call: MacroNode, text: MacroNode, pattern: MacroNode) {
       for (const node of [text, pattern]) {
         const type = checker.check(node, context);
         if (type.kind !== "dyn" && type.name !== "string")
-          throw checker.createError("no_matching_overload", `matches() takes strings, not ${type.name}`, call);
+          throw checker.createError(
+            "no_matching_overload",
+            `matches() takes strings, not ${type.name}`,
+            call,
+          );
       }
       return checker.getType("bool");
     },
