@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import type { Parser, Node as SyntaxNode } from "web-tree-sitter";
 import { GuardRefusal } from "./guard-refusal.js";
+import { type Re2Pattern, re2Pattern } from "./re2-pattern.js";
 import { sanitizedEnv } from "./shell-env.js";
 
 export interface ShellPolicy {
@@ -12,15 +13,35 @@ export interface ShellPolicy {
   searchPath?: string;
 }
 
+/** Compiled deny patterns, by source: the config holds few, and a reload keeps most of them. */
+const compiledDenyPatterns = new Map<string, Re2Pattern | string>();
+
+function denyPattern(source: string): Re2Pattern | string {
+  let compiled = compiledDenyPatterns.get(source);
+  if (compiled === undefined) {
+    compiled = re2Pattern(source);
+    if (compiledDenyPatterns.size >= 256) compiledDenyPatterns.clear();
+    compiledDenyPatterns.set(source, compiled);
+  }
+  return compiled;
+}
+
 /**
- * Applies `tools.shell.denyPatterns` (regular expressions on the whole command) and `tools.shell.allowCommands`
+ * Applies `tools.shell.denyPatterns` (regular expressions on the whole command, run by RE2 in time linear in the
+ * command: the command is the model's text, and a backtracking regex could be made to stall on it) and `tools.shell.allowCommands`
  * (every program the parsed command would run must be listed; what can't be proven is refused). Throws
  * `shell.denied` with the reason.
  */
 export async function checkShellPolicy(command: string, policy: ShellPolicy): Promise<void> {
   for (const pattern of policy.denyPatterns) {
-    // regex-dynamic: the owner's own tools.shell.denyPatterns (trusted config), run once on each command line
-    if (new RegExp(pattern).test(command)) {
+    const compiled = denyPattern(pattern);
+    // The config check refuses such a pattern; a policy built elsewhere fails closed.
+    if (typeof compiled === "string")
+      throw new GuardRefusal(
+        "shell.denied",
+        `tools.shell.denyPatterns has an unusable pattern /${pattern}/: ${compiled}`,
+      );
+    if (compiled.test(command)) {
       throw new GuardRefusal(
         "shell.denied",
         `The command matches the deny pattern /${pattern}/ (tools.shell.denyPatterns). Use a different approach or ask the owner to change the policy.`,

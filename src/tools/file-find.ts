@@ -1,21 +1,29 @@
 import fs from "node:fs/promises";
-import picomatch from "picomatch";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { z } from "zod";
 import { guardPath, guardScope, hiddenFromWalk } from "../security/path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
+import { globMatcher } from "./files/glob.js";
 import { ancestorsWithin, walk } from "./files/walk.js";
 
 const DEFAULT_LIMIT = 100;
 /** Stops very large trees from keeping a call busy for long. */
 const MAX_SCANNED = 50_000;
+/** Matching time one search may take in all; the model gets an error asking for a simpler glob past it. */
+export const FIND_TIME_LIMIT_MS = 3000;
+/** Matching gives the event loop a turn after this long, so even a slow glob over a big tree blocks nobody. */
+const SLICE_MS = 20;
 
 export const fileFindTool = defineTool({
   name: "file_find",
   description:
-    "Find files by glob pattern (e.g. '**/*.ts', 'src/**/config.*'), newest first. Honours .gitignore and .magpieignore.",
+    "Find files by glob pattern (e.g. '**/*.ts', 'src/**/config.*', '*.{ts,js}'), newest first. Honours .gitignore and .magpieignore.",
   inputSchema: z.object({
-    pattern: z.string().min(1).describe("Glob pattern relative to path, e.g. '**/*.md'."),
+    pattern: z
+      .string()
+      .min(1)
+      .describe("Glob relative to path: *, ?, **, [a-z], [!a], {a,b}; a leading ! negates. E.g. '**/*.md'."),
     path: z.string().min(1).optional().describe("Directory to search in. Default: the workspace."),
     limit: z
       .number()
@@ -30,17 +38,35 @@ export const fileFindTool = defineTool({
     const resolved = await guardPath(context, input.path ?? ".", "read");
     if (!resolved.isDirectory)
       throw new ToolError("file.not_directory", `${input.path ?? "."} is not a directory.`);
-    const matches = picomatch(input.pattern, { dot: true });
+    const matches = globMatcher(input.pattern);
+    if (typeof matches === "string")
+      throw new ToolError("find.invalid_glob", `Invalid glob ${input.pattern}: ${matches}`);
     const hidden = hiddenFromWalk(guardScope(context));
     const found: Array<{ path: string; mtimeMs: number }> = [];
     let scanned = 0;
+    let matchingMs = 0;
+    let sliceStarted = performance.now();
     for await (const entry of walk(resolved.real, {
       recursive: true,
       inheritedIgnoreFrom: ancestorsWithin(resolved.real, context.config.workspace),
       exclude: hidden,
     })) {
       if (++scanned > MAX_SCANNED) break;
-      if (entry.kind === "directory" || !matches(entry.relative)) continue;
+      if (entry.kind === "directory") continue;
+      const started = performance.now();
+      const matched = matches(entry.relative);
+      const now = performance.now();
+      matchingMs += now - started;
+      if (matchingMs > FIND_TIME_LIMIT_MS)
+        throw new ToolError(
+          "find.pattern_too_slow",
+          `The glob ${input.pattern} took longer than ${FIND_TIME_LIMIT_MS} ms to match; simplify it (fewer ? and * in a row) or narrow path.`,
+        );
+      if (now - sliceStarted > SLICE_MS) {
+        await yieldToLoop();
+        sliceStarted = performance.now();
+      }
+      if (!matched) continue;
       const stats = await fs.lstat(entry.absolute).catch(() => null);
       if (stats) found.push({ path: entry.relative, mtimeMs: stats.mtimeMs });
     }

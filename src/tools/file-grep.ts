@@ -1,10 +1,11 @@
 import fs from "node:fs/promises";
-import picomatch from "picomatch";
 import { z } from "zod";
 import { type JudgeScope, judgePath, type SecurityLevel } from "../security/file-guard.js";
 import { guardPath, guardScope, hiddenFromWalk } from "../security/path-guard.js";
+import { re2Pattern } from "../security/re2-pattern.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
+import { globMatcher } from "./files/glob.js";
 import { GrepStopped, GrepWorker } from "./files/grep-worker.js";
 import { ancestorsWithin, walk } from "./files/walk.js";
 
@@ -42,7 +43,7 @@ function contentHidden(file: string, linkCount: number, level: SecurityLevel, sc
 export const fileGrepTool = defineTool({
   name: "file_grep",
   description:
-    "Search file contents with a regular expression (JavaScript syntax). Returns structured matches {path, line, text}. Honours .gitignore and .magpieignore; filter files with glob (e.g. '**/*.ts').",
+    "Search file contents with a regular expression in RE2 syntax (linear time: no backreferences or lookaround). Returns structured matches {path, line, text}. Honours .gitignore and .magpieignore; filter files with glob (e.g. '**/*.ts').",
   inputSchema: z.object({
     pattern: z.string().min(1).describe("Regular expression, e.g. 'TODO|FIXME' or 'function\\s+main'."),
     path: z.string().min(1).optional().describe("File or directory to search. Default: the workspace."),
@@ -56,22 +57,16 @@ export const fileGrepTool = defineTool({
   }),
   risk: "low",
   async execute(input, context) {
-    const flags = input.case_sensitive === false ? "i" : "";
-    try {
-      // regex-dynamic: compiled here only to check its syntax; it runs in a worker with a time limit (grep-worker.ts)
-      new RegExp(input.pattern, flags);
-    } catch (error) {
-      throw new ToolError(
-        "grep.invalid_regex",
-        `Invalid regular expression ${input.pattern}: ${(error as Error).message}`,
-      );
-    }
+    const ignoreCase = input.case_sensitive === false;
+    const checked = re2Pattern(input.pattern, { ignoreCase });
+    if (typeof checked === "string")
+      throw new ToolError("grep.invalid_regex", `Invalid regular expression ${input.pattern}: ${checked}`);
+    const globMatches = input.glob ? globMatcher(input.glob, { basename: !input.glob.includes("/") }) : null;
+    if (typeof globMatches === "string")
+      throw new ToolError("grep.invalid_glob", `Invalid glob ${input.glob}: ${globMatches}`);
     const resolved = await guardPath(context, input.path ?? ".", "read");
     if (!resolved.exists)
       throw new ToolError("file.not_found", `Nothing at ${input.path} (${resolved.real}).`);
-    const globMatches = input.glob
-      ? picomatch(input.glob, { dot: true, basename: !input.glob.includes("/") })
-      : null;
     const scope = guardScope(context);
     const level = context.config.security.level;
     const maxResults = input.max_results ?? DEFAULT_MAX_RESULTS;
@@ -88,7 +83,13 @@ export const fileGrepTool = defineTool({
           exclude: hiddenFromWalk(scope),
         })
       : single(resolved.real);
-    const worker = new GrepWorker(input.pattern, flags, MAX_LINE_CHARS, GREP_TIME_LIMIT_MS, context.signal);
+    const worker = new GrepWorker(
+      input.pattern,
+      ignoreCase,
+      MAX_LINE_CHARS,
+      GREP_TIME_LIMIT_MS,
+      context.signal,
+    );
     try {
       for await (const entry of candidates) {
         if (entry.kind !== "file") continue;
@@ -141,7 +142,7 @@ function searchError(error: unknown, pattern: string, file: string): ToolError {
   if (error instanceof GrepStopped)
     return new ToolError(
       "grep.pattern_too_slow",
-      `The pattern ${pattern} took longer than ${GREP_TIME_LIMIT_MS} ms (stopped while searching ${file}); simplify it — avoid nested or overlapping repetition such as (a+)+ or (a|aa)+ — or narrow path/glob.`,
+      `The pattern ${pattern} took longer than ${GREP_TIME_LIMIT_MS} ms (stopped while searching ${file}); simplify it — fewer and smaller counted repetitions such as {0,50} — or narrow path/glob.`,
     );
   return new ToolError(
     "grep.failed",

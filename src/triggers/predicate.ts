@@ -1,4 +1,5 @@
 import { Environment } from "@marcbachmann/cel-js";
+import { type Re2Pattern, re2Pattern } from "../security/re2-pattern.js";
 import type { TriggerEvent } from "./trigger.js";
 
 /** A compiled `when`: true when the event matters. Throws on an evaluation error (the caller counts it as "no"). */
@@ -19,6 +20,70 @@ const environment = new Environment({
     maxCallArguments: 32,
   },
 }).registerVariable("event", "map");
+
+/*
+ * CEL's `matches()` is RE2, and cel-js runs it with JavaScript's backtracking RegExp on the event loop:
+ * `event.payload.text.matches('^(a+)+$')` on 34 characters of "aaaa…!" stalled the bot 31 s. cel-js refuses a
+ * second `string.matches` overload, so both forms are macros (cel-js's documented extension point, expanded
+ * while parsing) that compile the pattern with RE2 once, when the expression is parsed — a bad pattern is a
+ * config error naming `triggers.<name>.when` — and match in linear time. A macro applies to every receiver of
+ * its name and arity whatever the type it is declared on; `bytes` is only there because a `string` or `dyn`
+ * receiver would collide with cel-js's own declaration.
+ */
+type MacroNode = { op: string; args: unknown };
+type MacroChecker = {
+  check(node: MacroNode, context: unknown): { kind: string; name: string };
+  getType(name: string): unknown;
+  createError(code: string, message: string, node: MacroNode): Error;
+};
+type MacroEvaluator = {
+  run(node: MacroNode, context: unknown): unknown;
+  createError(code: string, message: string, node: MacroNode): Error;
+};
+
+function matchesMacro(call: MacroNode, text: MacroNode, pattern: MacroNode) {
+  const regex = literalPattern(pattern);
+  return {
+    typeCheck(checker: MacroChecker, _macro: unknown, context: unknown) {
+      for (const node of [text, pattern]) {
+        const type = checker.check(node, context);
+        if (type.kind !== "dyn" && type.name !== "string")
+          throw checker.createError(
+            "no_matching_overload",
+            `matches() takes strings, not ${type.name}`,
+            call,
+          );
+      }
+      return checker.getType("bool");
+    },
+    evaluate(evaluator: MacroEvaluator, _macro: unknown, context: unknown) {
+      const value = evaluator.run(text, context);
+      if (typeof value !== "string")
+        throw evaluator.createError("no_such_overload", `matches() on a ${typeof value}, not a string`, call);
+      return regex.test(value);
+    },
+  };
+}
+
+/** The pattern must be written in the expression: one taken from the event would be the sender's to choose. */
+function literalPattern(node: MacroNode): Re2Pattern {
+  if (node.op !== "value" || typeof node.args !== "string")
+    throw new Error(
+      "matches() takes its pattern as a string literal ('…'), not a value computed from the event",
+    );
+  const compiled = re2Pattern(node.args);
+  if (typeof compiled === "string") throw new Error(`matches('${node.args}'): ${compiled}`);
+  return compiled;
+}
+
+type MacroCall = { ast: MacroNode; args: MacroNode[]; receiver: MacroNode };
+environment
+  .registerFunction("bytes.matches(ast): bool", ({ ast, args, receiver }: MacroCall) =>
+    matchesMacro(ast, receiver, args[0]!),
+  )
+  .registerFunction("matches(ast, ast): bool", ({ ast, args }: MacroCall) =>
+    matchesMacro(ast, args[0]!, args[1]!),
+  );
 
 /** Why `expression` can't be a trigger's `when` (parse, type or shape), or null when it can. */
 export function predicateProblem(expression: string): string | null {

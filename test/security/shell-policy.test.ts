@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/load.js";
 import { GuardRefusal } from "../../src/security/guard-refusal.js";
 import { checkShellPolicy } from "../../src/security/shell-policy.js";
+import { LINEAR_BOUND_MS } from "../helpers/hostile-inputs.js";
 
 const policy = { allowCommands: ["echo", "ls"], denyPatterns: [] };
 
@@ -130,5 +132,30 @@ describe("allowCommands on the parsed command", () => {
       checkShellPolicy("echo 'rm -rf /'", { allowCommands: ["echo"], denyPatterns: ["rm\\s+-rf"] }),
     ).rejects.toThrow(/deny pattern/);
     await expect(checkShellPolicy("touch X", { denyPatterns: [] })).resolves.toBeUndefined();
+  });
+});
+
+describe("denyPatterns run on RE2, linear in the command", () => {
+  it("a deny pattern that backtracks catastrophically in JavaScript decides a hostile command at once", async () => {
+    // JavaScript's engine takes seconds on 30 characters for this pattern, doubling with each one more.
+    const policy = { denyPatterns: ["^echo (a+)+$"] };
+    const hostile = `echo ${"a".repeat(1024 * 1024)}!`;
+    const started = performance.now();
+    await expect(checkShellPolicy(hostile, policy)).resolves.toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(LINEAR_BOUND_MS);
+    await expect(checkShellPolicy("echo aaaa", policy)).rejects.toThrow(/deny pattern/);
+  });
+
+  it("a pattern RE2 can't run is a config error naming tools.shell.denyPatterns, and fails closed if it gets through", async () => {
+    expect(() => parseConfig({ tools: { shell: { denyPatterns: ["rm(?= -rf)"] } } })).toThrow(
+      /tools\.shell\.denyPatterns\[0\]: .*lookaround/,
+    );
+    expect(() => parseConfig({ tools: { shell: { denyPatterns: ["(curl|wget).*\\1"] } } })).toThrow(
+      /backreferences/,
+    );
+    expect(
+      parseConfig({ tools: { shell: { denyPatterns: ["(?i)rm\\s+-rf"] } } }).tools.shell.denyPatterns,
+    ).toEqual(["(?i)rm\\s+-rf"]);
+    await expect(checkShellPolicy("ls", { denyPatterns: ["a(?=b)"] })).rejects.toThrow(/unusable pattern/);
   });
 });

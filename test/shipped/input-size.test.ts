@@ -62,7 +62,10 @@ describe("shipped build: any input size", () => {
         },
         security: { ssrf: { allowHosts: ["127.0.0.1"] } },
       },
-      files: { "workspace/notes/aaa.txt": `${"a".repeat(100_000)}b\nmagpie line\n` },
+      files: {
+        "workspace/notes/aaa.txt": `${"a".repeat(100_000)}b\nmagpie line\n`,
+        "workspace/ab/random.txt": Array.from(randomBytes(MB), (byte) => (byte & 1 ? "a" : "b")).join(""),
+      },
     });
   }, 60_000);
 
@@ -141,10 +144,11 @@ describe("shipped build: any input size", () => {
     llm.assertDone();
   });
 
-  it("file_grep runs the model's regex in a worker of the bundle: a catastrophic pattern is stopped, the bot keeps time", async () => {
+  it("file_grep runs the model's regex on RE2 in a worker of the bundle: (a+)+$ answers at once, an automaton-defeating pattern is stopped, the bot keeps time", async () => {
     let seen: Record<string, string> = {};
     llm.script(
       reply.toolCalls([{ name: "file_grep", arguments: { pattern: "(a+)+$", path: "notes" } }]),
+      reply.toolCalls([{ name: "file_grep", arguments: { pattern: "(?:.{0,50}a){20}$", path: "ab" } }]),
       reply.toolCalls([{ name: "file_grep", arguments: { pattern: "magpie", path: "notes" } }]),
       reply.text("grepped", (body) => {
         seen = toolResults(body);
@@ -152,8 +156,8 @@ describe("shipped build: any input size", () => {
     );
     const slow = llm.requests.length;
     telegram.pushMessage({ chat: { id: OTHER, type: "private" }, from: { id: OTHER }, text: "grep it" });
-    await waitFor(() => llm.requests.length > slow, "the first request", 20_000);
-    // While the worker backtracks, the bot's own loop answers.
+    await waitFor(() => llm.requests.length > slow + 1, "the second request", 20_000);
+    // While the worker runs the slow pattern, the bot's own loop answers.
     const started = Date.now();
     while (Date.now() - started < 2_000) {
       expect(await healthz()).toBe(200);
@@ -161,8 +165,11 @@ describe("shipped build: any input size", () => {
     }
     await waitFor(() => repliesTo(OTHER).includes("grepped"), "the grep reply", 30_000);
     const requests = llm.requests.slice(slow);
-    const first = toolResults(requests[1]!);
-    expect(first.file_grep).toContain("grep.pattern_too_slow");
+    expect(JSON.parse(toolResults(requests[1]!).file_grep!)).toMatchObject({
+      matches: [],
+      files_searched: 1,
+    });
+    expect(toolResults(requests[2]!).file_grep).toContain("grep.pattern_too_slow");
     expect(seen.file_grep).toContain("magpie line");
     expect(bot.logsOf("event-loop-blocked")).toEqual([]);
     llm.assertDone();

@@ -1,15 +1,15 @@
 import { z } from "zod";
+import { re2Pattern } from "../../security/re2-pattern.js";
 import { positiveInt } from "./common.js";
 
-function isValidRegex(pattern: string): boolean {
-  try {
-    // regex-dynamic: compiled only to check its syntax, never run here
-    new RegExp(pattern);
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** A pattern the shell policy can run on a command in linear time (RE2), or the config error naming why not. */
+const re2PatternSchema = z
+  .string()
+  .min(1)
+  .superRefine((pattern, context) => {
+    const compiled = re2Pattern(pattern);
+    if (typeof compiled === "string") context.addIssue({ code: "custom", message: compiled });
+  });
 
 export const toolsSchema = z
   .strictObject({
@@ -30,15 +30,8 @@ export const toolsSchema = z
         maxOutputBytes: positiveInt.default(1024 * 1024),
         /** When set, only these executables (first word of the command) may run. */
         allowCommands: z.array(z.string().min(1)).optional(),
-        /** Regular expressions; a command matching any is refused. */
-        denyPatterns: z
-          .array(
-            z
-              .string()
-              .min(1)
-              .refine(isValidRegex, { message: "not a valid regular expression (JavaScript syntax)" }),
-          )
-          .default([]),
+        /** Regular expressions (RE2 syntax); a command matching any is refused. */
+        denyPatterns: z.array(re2PatternSchema).default([]),
       })
       .prefault({}),
     http: z

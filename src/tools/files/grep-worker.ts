@@ -1,13 +1,17 @@
+import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 
 /**
  * The worker's code, plain JavaScript run with `eval: true`: the bundle then needs no separate worker file (a
- * file esbuild doesn't know to emit would be missing from dist/bundle). It compiles the pattern once and, for
- * each file's bytes it is sent, answers the matching lines up to the limit it is given.
+ * file esbuild doesn't know to emit would be missing from dist/bundle). It compiles the pattern once with RE2
+ * (re2js, loaded by the absolute path the main thread resolved, since an eval'd worker resolves from the
+ * process's working directory) and, for each file's bytes it is sent, answers the matching lines up to the
+ * limit it is given.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
-const regex = new RegExp(workerData.pattern, workerData.flags);
+const { RE2JS } = require(workerData.re2js);
+const regex = RE2JS.compile(workerData.pattern, workerData.ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
 parentPort.on("message", ({ bytes, limit }) => {
   const lines = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8").split("\\n");
   const matches = [];
@@ -41,10 +45,14 @@ export class GrepStopped extends Error {
   }
 }
 
+/** Where re2js's CommonJS entry is, for the worker to require. */
+const RE2JS_PATH = createRequire(import.meta.url).resolve("re2js");
+
 /**
- * Runs a model's regex off the event loop: a pattern that backtracks catastrophically (`(a+)+$` on a long line)
- * would otherwise freeze every chat, and no check of an arbitrary JavaScript regex (backreferences, lookarounds)
- * can promise it won't. The worker is terminated when the time spent matching passes `timeLimitMs` in total.
+ * Runs a model's regex off the event loop. RE2 matches in time linear in the text (`(a+)+$` on a long line
+ * answers at once), but that time also grows with the pattern's automaton — a pattern built to defeat RE2's
+ * cache can still spend seconds on a megabyte — so the worker is also terminated when the time spent matching
+ * passes `timeLimitMs` in total. Call with a pattern `re2Pattern` accepted.
  */
 export class GrepWorker {
   private readonly worker: Worker;
@@ -53,14 +61,14 @@ export class GrepWorker {
 
   constructor(
     pattern: string,
-    flags: string,
+    ignoreCase: boolean,
     maxLineChars: number,
     private readonly timeLimitMs: number,
     private readonly signal?: AbortSignal,
   ) {
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { pattern, flags, maxLineChars },
+      workerData: { pattern, ignoreCase, maxLineChars, re2js: RE2JS_PATH },
       // A 20 MB file split into lines is well inside this; a runaway pattern can't take the host's memory.
       resourceLimits: { maxOldGenerationSizeMb: 512 },
     });
