@@ -16,6 +16,8 @@ import { startTestApp, type TestApp } from "../helpers/harness.js";
 import { parseExposition, type Samples, sumOf } from "./metrics-exposition.js";
 
 const TOKEN = "metrics-token-0123456789abcdef";
+/** prom-client's collectDefaultMetrics: the process's own, not Magpie's. */
+const DEFAULT_METRIC = /^(process_|nodejs_)/;
 
 /** The machine's first non-loopback IPv4 address, if it has one. */
 const externalAddress = Object.values(networkInterfaces())
@@ -120,16 +122,17 @@ describe("metrics from the event stream (unit)", () => {
     try {
       await metrics.render();
       const started = Date.now();
-      while (Date.now() - started < 300) {
+      while (Date.now() - started < 600) {
         // a synchronous stall, as a runaway parser would cause
       }
       await new Promise((resolve) => setTimeout(resolve, 150));
       const stalled = parseExposition(await metrics.render()).samples.get("magpie_event_loop_lag_seconds");
       // Measured to within one beat (0.1 s).
-      expect(stalled).toBeGreaterThanOrEqual(0.19);
+      expect(stalled).toBeGreaterThanOrEqual(0.49);
       await new Promise((resolve) => setTimeout(resolve, 250));
       const after = parseExposition(await metrics.render()).samples.get("magpie_event_loop_lag_seconds");
-      expect(after).toBeLessThan(0.2);
+      // Not reported again (that would be ≥ 0.49 s); a hiccup of the busy machine below 0.3 s may show.
+      expect(after).toBeLessThan(0.3);
     } finally {
       metrics.close();
       store.close();
@@ -180,7 +183,9 @@ describe("GET /metrics on a running app", () => {
     await channel!.receive("list my files");
     await channel!.waitForSent(1);
     const scheduler = testApp.app.context.services.scheduler as Scheduler;
-    const job = scheduler.add({ name: "nightly", expression: "0 3 * * *", message: "good night" });
+    // Due twelve hours from now (UTC, the test config's zone): never during the test, whenever it runs.
+    const hour = (new Date().getUTCHours() + 12) % 24;
+    const job = scheduler.add({ name: "nightly", expression: `0 ${hour} * * *`, message: "good night" });
     await scheduler.runNow(job.id);
 
     await expect
@@ -193,14 +198,23 @@ describe("GET /metrics on a running app", () => {
     expect(sumOf(after, "magpie_turn_seconds_count", { origin: "user" })).toBe(1);
     expect(after.get('magpie_cron_runs_total{job="nightly",status="ran"}')).toBe(1);
 
-    // Idle: two scrapes 2 s apart differ only in process metrics.
+    // Idle: two scrapes 2 s apart. Magpie's own series neither move, appear nor vanish; prom-client's default
+    // process_/nodejs_ metrics are the process's own weather (nodejs_active_resources{type="Timeout"} comes and
+    // goes with any timer) and are exempt from every check alike. The loop lag is a measurement of the moment:
+    // it must stay, but its value may change.
+    // A timer alive at the first scrape and gone by the second, as any request's timeout is: it used to make
+    // nodejs_active_resources{type="Timeout"} vanish on some runs; here on every run.
+    setTimeout(() => {}, 1_000);
     const first = await scrape(url);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const second = await scrape(url);
-    const moved = [...second].filter(([key, value]) => first.get(key) !== value).map(([key]) => key);
-    const processOnly = /^(process_|nodejs_|magpie_event_loop_lag_seconds)/;
-    expect(moved.filter((key) => !processOnly.test(key))).toEqual([]);
-    expect([...first.keys()].filter((key) => !second.has(key))).toEqual([]);
+    const own = (samples: Samples) => [...samples.keys()].filter((key) => !DEFAULT_METRIC.test(key));
+    expect(own(first).length).toBeGreaterThan(10);
+    const moved = own(second).filter(
+      (key) => first.get(key) !== second.get(key) && !key.startsWith("magpie_event_loop_lag_seconds"),
+    );
+    expect(moved).toEqual([]);
+    expect(own(first).filter((key) => !second.has(key))).toEqual([]);
   });
 });
 
