@@ -153,7 +153,9 @@ describe("shipped build: outcomes, progress notes and magpie trace", () => {
     expect(JSON.stringify(refusedJson)).not.toContain("stranger-secret-words");
     const outcomes: unknown[] = [refusedJson.outcome];
     for (const chatId of [OWNER, OTHER_OWNER]) {
-      const listed = JSON.parse((await bot.cli(["trace", "--chat", `telegram:${chatId}`, "--json"])).stdout) as {
+      const listed = JSON.parse(
+        (await bot.cli(["trace", "--chat", `telegram:${chatId}`, "--json"])).stdout,
+      ) as {
         messages: Array<{ inboxId: number; outcome: string }>;
       };
       for (const message of listed.messages) {
