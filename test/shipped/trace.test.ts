@@ -151,6 +151,12 @@ describe("shipped build: outcomes, progress notes and magpie trace", () => {
       deliveries: [],
     });
     expect(JSON.stringify(refusedJson)).not.toContain("stranger-secret-words");
+    const refusedText = await bot.cli(["trace", `telegram:${STRANGER}:${strangerMessage}`]);
+    // The platform's message id, as for every other message (not the stored <chatId>:<id>).
+    expect(refusedText.stdout).toContain(
+      `Message telegram:${STRANGER}:${strangerMessage} · from ${STRANGER}\n`,
+    );
+    expect(refusedText.stdout).toContain("outcome: refused");
     const outcomes: unknown[] = [refusedJson.outcome];
     for (const chatId of [OWNER, OTHER_OWNER]) {
       const listed = JSON.parse(
