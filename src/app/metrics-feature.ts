@@ -1,4 +1,6 @@
-import type { MagpieFeature } from "./feature.js";
+import { isChatChannel } from "../../channels/catalog.js";
+import type { RegisteredNames } from "../http/metrics-labels.js";
+import type { AppContext, MagpieFeature } from "./feature.js";
 
 /**
  * `GET /metrics` (`http.metrics.enabled`): Prometheus text from subscribers to the core's event stream. Off by
@@ -15,6 +17,7 @@ export const metricsFeature: MagpieFeature = {
       app: app.events.app,
       db: app.store.db,
       channels: () => app.channels,
+      names: registeredNames(app),
       now: () => app.clock.now(),
       onError: (error) => logger.error({ err: error }, "metrics-subscriber-failed"),
     });
@@ -25,3 +28,28 @@ export const metricsFeature: MagpieFeature = {
     app.onStop(() => metrics.close());
   },
 };
+
+/** What the app registered, read when an event comes (the registry and the config change at run time). */
+function registeredNames(app: AppContext): RegisteredNames {
+  return {
+    tool: (name) => app.tools.get(name) !== undefined,
+    channel: (name) => isChatChannel(name) || app.channels.has(name),
+    model: (name) => configuredModels(app).has(name),
+    trigger: (name) => Object.hasOwn(app.config.triggers, name),
+  };
+}
+
+/** Every model name the config gives, as LLM calls report them (src/voice, src/media: their defaults). */
+function configuredModels(app: AppContext): Set<string> {
+  const { config, agents } = app;
+  const { llm } = config;
+  return new Set<string>([
+    llm.model,
+    ...llm.fallbacks.map((fallback) => fallback.model),
+    ...agents.names().flatMap((agent) => agents.get(agent)?.model ?? []),
+    ...(llm.embeddingModel ? [llm.embeddingModel] : []),
+    llm.transcriptionModel ?? "transcription",
+    config.voice.speechModel ?? "tts-1",
+    ...Object.keys(llm.prices),
+  ]);
+}

@@ -6,6 +6,7 @@ import v8 from "node:v8";
 import type { MagpieConfig } from "../config/schema.js";
 import { ConfigError } from "../core/errors.js";
 import type { CliCommand, CliEnv } from "./cli-env.js";
+import { terminalOutput } from "./terminal-output.js";
 
 /**
  * A small young generation: V8 lets it grow to 16 MiB × 2 on 64-bit, which an always-on bot on a small box keeps
@@ -89,26 +90,30 @@ function magpieVersion(): string {
   return "unknown";
 }
 
+/** Everything the CLI prints goes through these (terminal-output.ts): nothing printed can act on the terminal. */
+const stdout = terminalOutput(process.stdout);
+const stderr = terminalOutput(process.stderr);
+
 async function main(argv: string[]): Promise<number> {
   const line = parseCommandLine(argv);
   const { configPath, command, rest } = line;
   if (line.unknownFlag) {
-    process.stderr.write(`Unknown option "${line.unknownFlag}".\n\n${USAGE}`);
+    stderr.write(`Unknown option "${line.unknownFlag}".\n\n${USAGE}`);
     return 2;
   }
   if (line.version || command === "version") {
     if (command !== "version" && command !== "start") return usageError(`"${command}" takes no --version.`);
     if (command === "version" && rest.length > 0) return usageError(`Unknown argument "${rest[0]}".`);
-    process.stdout.write(`magpie ${magpieVersion()}\n`);
+    stdout.write(`magpie ${magpieVersion()}\n`);
     return 0;
   }
   if (line.help || command === "help") {
-    process.stdout.write(USAGE);
+    stdout.write(USAGE);
     return 0;
   }
   if ((command === "start" || command === "chat") && rest.length > 0) {
     if (rest.every((arg) => arg === "--help" || arg === "-h")) {
-      process.stdout.write(USAGE);
+      stdout.write(USAGE);
       return 0;
     }
     return usageError(
@@ -123,8 +128,8 @@ async function main(argv: string[]): Promise<number> {
   const env: CliEnv = {
     loadConfig: () => loadConfig({ configPath }),
     openStore: (config: MagpieConfig) => Store.open(config.dataDir),
-    stdout: process.stdout,
-    stderr: process.stderr,
+    stdout,
+    stderr,
   };
   try {
     switch (command) {
@@ -142,16 +147,16 @@ async function main(argv: string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
+      stderr.write(`${error.message}\n`);
       return 1;
     }
-    process.stderr.write(`magpie ${command}: ${error instanceof Error ? error.message : String(error)}\n`);
+    stderr.write(`magpie ${command}: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
 }
 
 function usageError(problem: string): number {
-  process.stderr.write(`${problem}\n\n${USAGE}`);
+  stderr.write(`${problem}\n\n${USAGE}`);
   return 2;
 }
 
@@ -185,7 +190,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exitCode = 1;
   },
 );

@@ -5,6 +5,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import { magpieEvents } from "../core/events.js";
 import type { ChannelAdapter } from "../core/types.js";
 import type { Db } from "../store/index.js";
+import { boundedLabel, LABEL_BOUNDS, type RegisteredNames } from "./metrics-labels.js";
 import type { HttpApp } from "./server.js";
 
 /** What the metrics read: the app's events (by app id), its database on scrape, its channels. */
@@ -13,6 +14,8 @@ export interface MetricsSources {
   app: string;
   db: Db;
   channels: () => ReadonlyMap<string, ChannelAdapter>;
+  /** What may become a label value: everything else is `unknown` (metrics-labels.ts). */
+  names: RegisteredNames;
   /** Milliseconds since the epoch (the app's clock), for the outbox's oldest item. */
   now: () => number;
   /** Told when a subscriber throws (never reaches the publisher). */
@@ -40,7 +43,21 @@ const LOOP_BEAT_MS = 100;
 export function createMetrics(sources: MetricsSources): MagpieMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const { app, db, onError } = sources;
+  const { app, db, onError, names } = sources;
+  // Every label value passes one of these: registered names only, a bound on each (metrics-labels.ts).
+  const label = {
+    channel: boundedLabel(LABEL_BOUNDS.channel, (name) => names.channel(name)),
+    tool: boundedLabel(LABEL_BOUNDS.tool, (name) => names.tool(name)),
+    model: boundedLabel(LABEL_BOUNDS.model, (name) => names.model(name)),
+    trigger: boundedLabel(LABEL_BOUNDS.trigger, (name) => names.trigger(name)),
+    // The scheduler publishes runs of the jobs in its store only: bounded, as one-shot jobs keep coming.
+    job: boundedLabel(LABEL_BOUNDS.job),
+    outcome: boundedLabel(LABEL_BOUNDS.fixed),
+    origin: boundedLabel(LABEL_BOUNDS.fixed),
+    verdict: boundedLabel(LABEL_BOUNDS.fixed),
+    status: boundedLabel(LABEL_BOUNDS.fixed),
+    result: boundedLabel(LABEL_BOUNDS.fixed),
+  };
 
   const messages = new Counter({
     name: "magpie_messages_total",
@@ -138,7 +155,7 @@ export function createMetrics(sources: MetricsSources): MagpieMetrics {
     collect() {
       this.reset();
       for (const [name, adapter] of sources.channels()) {
-        this.set({ channel: name }, adapter.status().state === "connected" ? 1 : 0);
+        this.set({ channel: label.channel(name) }, adapter.status().state === "connected" ? 1 : 0);
       }
     },
   });
@@ -179,7 +196,10 @@ export function createMetrics(sources: MetricsSources): MagpieMetrics {
       app,
       (event) => {
         for (const id of event.inboxIds) {
-          messages.inc({ channel: channelOf.get(id) ?? "unknown", outcome: event.outcome });
+          messages.inc({
+            channel: label.channel(channelOf.get(id) ?? ""),
+            outcome: label.outcome(event.outcome),
+          });
         }
       },
       onError,
@@ -188,44 +208,45 @@ export function createMetrics(sources: MetricsSources): MagpieMetrics {
     magpieEvents.accessDecided.subscribe(
       app,
       (event) => {
-        if (event.verdict !== "allowed") messages.inc({ channel: event.channel, outcome: "refused" });
+        if (event.verdict !== "allowed")
+          messages.inc({ channel: label.channel(event.channel), outcome: "refused" });
       },
       onError,
     ),
     magpieEvents.turnFinished.subscribe(
       app,
-      (event) => turnSeconds.observe({ origin: event.origin }, event.durationMs / 1000),
+      (event) => turnSeconds.observe({ origin: label.origin(event.origin) }, event.durationMs / 1000),
       onError,
     ),
     magpieEvents.llmCall.subscribe(
       app,
       (event) => {
-        llmRequests.inc({ model: event.model, origin: event.origin, result: event.result });
-        if (event.promptTokens > 0) llmTokens.inc({ model: event.model, kind: "prompt" }, event.promptTokens);
-        if (event.completionTokens > 0) {
-          llmTokens.inc({ model: event.model, kind: "completion" }, event.completionTokens);
-        }
-        if (event.costUsd) llmCost.inc({ model: event.model }, event.costUsd);
+        const model = label.model(event.model);
+        llmRequests.inc({ model, origin: label.origin(event.origin), result: label.result(event.result) });
+        if (event.promptTokens > 0) llmTokens.inc({ model, kind: "prompt" }, event.promptTokens);
+        if (event.completionTokens > 0) llmTokens.inc({ model, kind: "completion" }, event.completionTokens);
+        if (event.costUsd) llmCost.inc({ model }, event.costUsd);
       },
       onError,
     ),
     magpieEvents.toolCall.subscribe(
       app,
-      (event) => toolCalls.inc({ tool: event.tool, verdict: event.verdict }),
+      (event) => toolCalls.inc({ tool: label.tool(event.tool), verdict: label.verdict(event.verdict) }),
       onError,
     ),
     magpieEvents.cronRun.subscribe(
       app,
       (event) => {
-        cronRuns.inc({ job: event.name, status: event.status });
-        if (event.status === "ran" || event.status === "failed")
-          cronLag.set({ job: event.name }, event.lagSeconds);
+        const job = label.job(event.name);
+        cronRuns.inc({ job, status: label.status(event.status) });
+        if (event.status === "ran" || event.status === "failed") cronLag.set({ job }, event.lagSeconds);
       },
       onError,
     ),
     magpieEvents.triggerEvent.subscribe(
       app,
-      (event) => triggerEvents.inc({ trigger: event.trigger, result: event.result }),
+      (event) =>
+        triggerEvents.inc({ trigger: label.trigger(event.trigger), result: label.result(event.result) }),
       onError,
     ),
   ];

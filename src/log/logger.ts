@@ -1,6 +1,8 @@
 import { createRequire } from "node:module";
+import { Writable } from "node:stream";
 import { type Logger, type LoggerOptions as PinoOptions, pino } from "pino";
 import { Redactor } from "../security/redact.js";
+import { revealInvisible } from "../security/reveal-invisible.js";
 
 export type { Logger };
 
@@ -8,7 +10,7 @@ export interface LoggerOptions {
   level?: string;
   /** Secret values to remove from every line (an empty redactor when omitted). */
   redactor?: Redactor;
-  /** Pretty, colored lines (default: when stdout is a TTY). */
+  /** Pretty lines, colored on stdout (default: when no destination is given and stdout is a TTY). */
   pretty?: boolean;
   destination?: NodeJS.WritableStream;
 }
@@ -33,10 +35,11 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       log: (object) => redactor.redactDeep(serializeErrors(object)),
     },
   };
+  const pretty = options.pretty ?? (!options.destination && Boolean(process.stdout.isTTY));
+  const stream = pretty ? prettyStream(options.destination) : null;
+  if (stream) return pino(pinoOptions, stream);
   if (options.destination) return pino(pinoOptions, options.destination as never);
-  const pretty = options.pretty ?? Boolean(process.stdout.isTTY);
-  const stream = pretty ? prettyStream() : null;
-  return stream ? pino(pinoOptions, stream) : pino(pinoOptions);
+  return pino(pinoOptions);
 }
 
 /** Error objects as plain data, so the redactor can reach their messages. */
@@ -49,16 +52,54 @@ function serializeErrors(object: Record<string, unknown>): Record<string, unknow
   return out;
 }
 
-/** Synchronous in-process pretty printing (no worker thread on a small box); loaded only in a terminal. */
-function prettyStream(): NodeJS.WritableStream | null {
+/**
+ * Synchronous in-process pretty printing (no worker thread on a small box); loaded only in a terminal. A terminal
+ * acts on what pino-pretty prints raw (the message, top-level strings, child bindings): each line's values pass
+ * through `revealInvisible` first, so control, invisible and bidirectional characters from a guest's words or a
+ * tool name the model made up show as ⟦U+XXXX⟧ instead of clearing the screen or writing the clipboard. JSON
+ * lines (journald, files, tools) keep the values; JSON escapes C0.
+ */
+function prettyStream(destination?: NodeJS.WritableStream): NodeJS.WritableStream | null {
+  let format: (line: object) => string;
   try {
-    const pretty = createRequire(import.meta.url)("pino-pretty") as (
-      options: object,
-    ) => NodeJS.WritableStream;
-    return pretty({ colorize: true, translateTime: "HH:MM:ss", ignore: "pid,hostname" });
+    const { prettyFactory } = createRequire(import.meta.url)("pino-pretty") as {
+      prettyFactory: (options: object) => (line: object) => string;
+    };
+    format = prettyFactory({
+      colorize: destination === undefined,
+      translateTime: "HH:MM:ss",
+      ignore: "pid,hostname",
+    });
   } catch {
     return null;
   }
+  const output = destination ?? process.stdout;
+  return new Writable({
+    write(chunk, _encoding, done) {
+      // pino writes one line per call.
+      const line = String(chunk);
+      let record: unknown;
+      try {
+        record = JSON.parse(line);
+      } catch {
+        record = null;
+      }
+      output.write(record && typeof record === "object" ? format(revealDeep(record)) : revealInvisible(line));
+      done();
+    },
+  });
+}
+
+/** Every string in plain data (keys too) with `revealInvisible` applied. */
+function revealDeep<T>(value: T): T {
+  if (typeof value === "string") return revealInvisible(value) as T;
+  if (Array.isArray(value)) return value.map((item) => revealDeep(item)) as T;
+  if (value && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value)) out[revealInvisible(key)] = revealDeep(inner);
+    return out as T;
+  }
+  return value;
 }
 
 /** A logger that writes nothing (tests, CLI sub-commands). */

@@ -29,13 +29,15 @@ function excerpt(text: string, max: number): string {
 const ms = (value: number) =>
   value >= 10_000 ? `${(value / 1000).toFixed(1)} s` : `${Math.round(value)} ms`;
 
+/** Ids unique per chat only are kept as `<chatId>:<id>` (Telegram): shown as the platform's own id. */
+function platformId(chatId: string, messageId: string): string {
+  return messageId.startsWith(`${chatId}:`) ? messageId.slice(chatId.length + 1) : messageId;
+}
+
 /** The trace as text, one event a line. */
 export function traceText(trace: MessageTrace, time: TimeFormat): string {
   const lines: string[] = [];
-  // Ids unique per chat only are kept as `<chatId>:<id>` (Telegram): shown as the platform's own id.
-  const messageId = trace.messageId.startsWith(`${trace.chatId}:`)
-    ? trace.messageId.slice(trace.chatId.length + 1)
-    : trace.messageId;
+  const messageId = platformId(trace.chatId, trace.messageId);
   lines.push(
     `Message ${trace.inboxId} · ${trace.channel}:${trace.chatId}:${messageId} · from ${trace.userId} · session ${trace.sessionKey}`,
   );
@@ -90,7 +92,7 @@ export function traceText(trace: MessageTrace, time: TimeFormat): string {
 
 /** A refused message's trace: its metadata and verdict (its text was never kept). */
 export function refusedText(refusal: RefusedMessage, time: TimeFormat): string {
-  return `Message ${refusal.channel}:${refusal.chatId}:${refusal.messageId} · from ${refusal.userId}\n${time(refusal.at)}  received\n${" ".repeat(23)}  access: ${refusal.verdict}${refusal.reason ? ` (${refusal.reason})` : ""} — not stored; nothing sent${refusal.verdict === "pairing" ? " but the pairing code" : ""}\n${" ".repeat(23)}  outcome: refused\n`;
+  return `Message ${refusal.channel}:${refusal.chatId}:${platformId(refusal.chatId, refusal.messageId)} · from ${refusal.userId}\n${time(refusal.at)}  received\n${" ".repeat(23)}  access: ${refusal.verdict}${refusal.reason ? ` (${refusal.reason})` : ""} — not stored; nothing sent${refusal.verdict === "pairing" ? " but the pairing code" : ""}\n${" ".repeat(23)}  outcome: refused\n`;
 }
 
 /** A chat's recent messages and refusals, one a line, newest first. */

@@ -264,6 +264,41 @@ export interface MessageTrace {
   deliveries: TracedDelivery[];
 }
 
+/**
+ * A refused message's trace in the shape of every other message's (`magpie trace --json`): the same fields, with
+ * what a refusal never has empty — no inbox id, session, text (never kept), turns or deliveries — and
+ * `outcome: "refused"`, its cause the access verdict's reason.
+ */
+export type RefusedTrace = Omit<MessageTrace, "inboxId" | "sessionKey" | "text" | "outcome"> & {
+  inboxId: null;
+  sessionKey: null;
+  text: null;
+  outcome: "refused";
+};
+
+/** The trace of a message access control turned away (see `RefusedTrace`). */
+export function refusedTraceOf(refusal: RefusedMessage): RefusedTrace {
+  return {
+    inboxId: null,
+    channel: refusal.channel,
+    chatId: refusal.chatId,
+    messageId: refusal.messageId,
+    userId: refusal.userId,
+    sessionKey: null,
+    text: null,
+    receivedAt: refusal.at,
+    startedAt: null,
+    // Decided as it arrived: nothing more happens to it.
+    finishedAt: refusal.at,
+    status: "done",
+    outcome: "refused",
+    cause: refusal.reason,
+    access: { verdict: refusal.verdict, reason: refusal.reason },
+    turns: [],
+    deliveries: [],
+  };
+}
+
 /** Builds a message's trace from the inbox, `trace_events` and the outbox. */
 export function traceOf(trace: TraceRepository, item: InboxItem): MessageTrace {
   const { message } = item;

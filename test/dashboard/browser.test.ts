@@ -301,7 +301,16 @@ describe.runIf(hasPrograms("chromium"))("dashboard in headless Chromium", () => 
     const item = page.locator("[data-approval]", { hasText: "rm -rf build/" });
     const asked = item.locator("time").first();
     expect(await asked.textContent()).toBe("just now");
-    expect(await asked.getAttribute("title")).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d GMT\+1$/);
+    // Berlin is GMT+1 in winter and GMT+2 in summer: the offset of the moment the test runs.
+    const offset = new Intl.DateTimeFormat("en-US", {
+      timeZone: "Europe/Berlin",
+      timeZoneName: "shortOffset",
+    })
+      .formatToParts(Date.now())
+      .find((part) => part.type === "timeZoneName")!.value;
+    expect(await asked.getAttribute("title")).toMatch(
+      new RegExp(`^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d ${offset.replace("+", "\\+")}$`),
+    );
     await item.locator("button:has-text('Approve')").click();
     expect(await decision).toBe("approved");
     await page.locator("#home-notice", { hasText: "Approved: shell" }).waitFor();

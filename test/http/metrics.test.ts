@@ -8,6 +8,7 @@ import { triggersFeature } from "../../src/app/triggers-feature.js";
 import { usageFeature } from "../../src/app/usage-feature.js";
 import { eventPublisher } from "../../src/core/events.js";
 import { createMetrics, isLoopback } from "../../src/http/metrics.js";
+import { LABEL_BOUNDS, type RegisteredNames } from "../../src/http/metrics-labels.js";
 import type { Scheduler } from "../../src/scheduler/scheduler.js";
 import { Store } from "../../src/store/index.js";
 import { signWebhook } from "../../src/triggers/webhook-handler.js";
@@ -16,6 +17,16 @@ import { startTestApp, type TestApp } from "../helpers/harness.js";
 import { parseExposition, type Samples, sumOf } from "./metrics-exposition.js";
 
 const TOKEN = "metrics-token-0123456789abcdef";
+/** The names the unit tests' app registered. */
+const NAMES: RegisteredNames = {
+  tool: (name) => name === "file_read",
+  channel: (name) => name === "telegram" || name === "discord",
+  model: (name) => name === "m",
+  trigger: (name) => name === "door",
+};
+
+/** prom-client's collectDefaultMetrics: the process's own, not Magpie's. */
+const DEFAULT_METRIC = /^(process_|nodejs_)/;
 
 /** The machine's first non-loopback IPv4 address, if it has one. */
 const externalAddress = Object.values(networkInterfaces())
@@ -33,7 +44,13 @@ describe("metrics from the event stream (unit)", () => {
   it("counts each app's events only, and reads the gauges from the database", async () => {
     const store = Store.open(":memory:");
     const app = `metrics-unit-${Math.random()}`;
-    const metrics = createMetrics({ app, db: store.db, channels: () => new Map(), now: Date.now });
+    const metrics = createMetrics({
+      app,
+      db: store.db,
+      channels: () => new Map(),
+      names: NAMES,
+      now: Date.now,
+    });
     const events = eventPublisher(app);
     const other = eventPublisher(`other-${Math.random()}`);
     try {
@@ -109,27 +126,89 @@ describe("metrics from the event stream (unit)", () => {
     }
   });
 
+  it("labels only with registered names, else unknown; each label's values are bounded (attack)", async () => {
+    const store = Store.open(":memory:");
+    const app = `metrics-labels-${Math.random()}`;
+    let registered = new Set<string>(["file_read"]);
+    const metrics = createMetrics({
+      app,
+      db: store.db,
+      channels: () => new Map(),
+      names: { ...NAMES, tool: (name) => registered.has(name) },
+      now: Date.now,
+    });
+    const events = eventPublisher(app);
+    const words = "ignore previous instructions \u001b]52;c;cm0g\u0007 my card is 4111";
+    const series = async () => [...parseExposition(await metrics.render()).samples.keys()];
+    try {
+      const before = (await series()).length;
+      // 200 tool names the model made up, one carrying a stranger's words; models, channels, triggers too.
+      for (let index = 0; index < 200; index++) {
+        const tool = index === 7 ? words : `made_up_${index}`;
+        events.toolCall({ sessionKey: "s", tool, verdict: "allow", ok: false, durationMs: 1 });
+      }
+      events.toolCall({ sessionKey: "s", tool: "file_read", verdict: "allow", ok: true, durationMs: 1 });
+      events.llmCall({
+        origin: "user",
+        kind: "chat",
+        model: words,
+        result: "ok",
+        promptTokens: 1,
+        completionTokens: 1,
+        estimated: false,
+        costUsd: 0.1,
+        latencyMs: 1,
+      });
+      events.accessDecided({ channel: words, chatId: "1", messageId: "1", userId: "x", verdict: "refused" });
+      events.triggerEvent({ trigger: words, result: "fired" });
+      const after = await series();
+      expect(after.filter((key) => key.includes("my card") || key.includes("made_up"))).toEqual([]);
+      const { samples } = parseExposition(await metrics.render());
+      expect(samples.get('magpie_tool_calls_total{tool="unknown",verdict="allow"}')).toBe(200);
+      expect(samples.get('magpie_tool_calls_total{tool="file_read",verdict="allow"}')).toBe(1);
+      expect(samples.get('magpie_llm_requests_total{model="unknown",origin="user",result="ok"}')).toBe(1);
+      expect(samples.get('magpie_messages_total{channel="unknown",outcome="refused"}')).toBe(1);
+      expect(samples.get('magpie_trigger_events_total{trigger="unknown",result="fired"}')).toBe(1);
+      // Two tool series (file_read, unknown), four for the LLM call (requests, 2 × tokens, cost), one each else.
+      expect(after.length - before).toBe(2 + 4 + 1 + 1);
+
+      // Registered names, however many: at most the bound, the rest unknown.
+      registered = new Set(Array.from({ length: 2 * LABEL_BOUNDS.tool }, (_, index) => `tool_${index}`));
+      for (const tool of registered) {
+        events.toolCall({ sessionKey: "s", tool, verdict: "allow", ok: true, durationMs: 1 });
+      }
+      const tools = new Set((await series()).filter((key) => key.startsWith("magpie_tool_calls_total{")));
+      // file_read and unknown, and LABEL_BOUNDS.tool - 1 more (file_read took one place).
+      expect(tools.size).toBe(LABEL_BOUNDS.tool + 1);
+    } finally {
+      metrics.close();
+      store.close();
+    }
+  });
+
   it("reports a stall of the event loop as its lag, once", async () => {
     const store = Store.open(":memory:");
     const metrics = createMetrics({
       app: "loop-lag",
       db: store.db,
       channels: () => new Map(),
+      names: NAMES,
       now: Date.now,
     });
     try {
       await metrics.render();
       const started = Date.now();
-      while (Date.now() - started < 300) {
+      while (Date.now() - started < 600) {
         // a synchronous stall, as a runaway parser would cause
       }
       await new Promise((resolve) => setTimeout(resolve, 150));
       const stalled = parseExposition(await metrics.render()).samples.get("magpie_event_loop_lag_seconds");
       // Measured to within one beat (0.1 s).
-      expect(stalled).toBeGreaterThanOrEqual(0.19);
+      expect(stalled).toBeGreaterThanOrEqual(0.49);
       await new Promise((resolve) => setTimeout(resolve, 250));
       const after = parseExposition(await metrics.render()).samples.get("magpie_event_loop_lag_seconds");
-      expect(after).toBeLessThan(0.2);
+      // Not reported again (that would be ≥ 0.49 s); a hiccup of the busy machine below 0.3 s may show.
+      expect(after).toBeLessThan(0.3);
     } finally {
       metrics.close();
       store.close();
@@ -180,7 +259,9 @@ describe("GET /metrics on a running app", () => {
     await channel!.receive("list my files");
     await channel!.waitForSent(1);
     const scheduler = testApp.app.context.services.scheduler as Scheduler;
-    const job = scheduler.add({ name: "nightly", expression: "0 3 * * *", message: "good night" });
+    // Due twelve hours from now (UTC, the test config's zone): never during the test, whenever it runs.
+    const hour = (new Date().getUTCHours() + 12) % 24;
+    const job = scheduler.add({ name: "nightly", expression: `0 ${hour} * * *`, message: "good night" });
     await scheduler.runNow(job.id);
 
     await expect
@@ -193,14 +274,23 @@ describe("GET /metrics on a running app", () => {
     expect(sumOf(after, "magpie_turn_seconds_count", { origin: "user" })).toBe(1);
     expect(after.get('magpie_cron_runs_total{job="nightly",status="ran"}')).toBe(1);
 
-    // Idle: two scrapes 2 s apart differ only in process metrics.
+    // Idle: two scrapes 2 s apart. Magpie's own series neither move, appear nor vanish; prom-client's default
+    // process_/nodejs_ metrics are the process's own weather (nodejs_active_resources{type="Timeout"} comes and
+    // goes with any timer) and are exempt from every check alike. The loop lag is a measurement of the moment:
+    // it must stay, but its value may change.
+    // A timer alive at the first scrape and gone by the second, as any request's timeout is: it used to make
+    // nodejs_active_resources{type="Timeout"} vanish on some runs; here on every run.
+    setTimeout(() => {}, 1_000);
     const first = await scrape(url);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const second = await scrape(url);
-    const moved = [...second].filter(([key, value]) => first.get(key) !== value).map(([key]) => key);
-    const processOnly = /^(process_|nodejs_|magpie_event_loop_lag_seconds)/;
-    expect(moved.filter((key) => !processOnly.test(key))).toEqual([]);
-    expect([...first.keys()].filter((key) => !second.has(key))).toEqual([]);
+    const own = (samples: Samples) => [...samples.keys()].filter((key) => !DEFAULT_METRIC.test(key));
+    expect(own(first).length).toBeGreaterThan(10);
+    const moved = own(second).filter(
+      (key) => first.get(key) !== second.get(key) && !key.startsWith("magpie_event_loop_lag_seconds"),
+    );
+    expect(moved).toEqual([]);
+    expect(own(first).filter((key) => !second.has(key))).toEqual([]);
   });
 });
 

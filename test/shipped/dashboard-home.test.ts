@@ -91,7 +91,8 @@ describe("shipped build: the dashboard home page", () => {
     expect(page).toContain('data-fact="spend-total">1 LLM calls · 20 tokens');
     expect(page).toContain("20 of 1,000 tokens");
     expect(page).toMatch(
-      /data-next-run="nightly-report"><b>nightly-report<\/b> <time [^>]*title="[\d-]+ 03:00:00 GMT\+1"/,
+      // 02:00 UTC in winter (GMT+1), 01:00 UTC in summer (GMT+2): whichever the next run is.
+      /data-next-run="nightly-report"><b>nightly-report<\/b> <time datetime="[^"]+(T02:00:00.000Z" title="[\d-]+ 03:00:00 GMT\+1|T01:00:00.000Z" title="[\d-]+ 03:00:00 GMT\+2)"/,
     );
     expect(page).toMatch(/<b>broken-check<\/b> <span class="badge bad">failed \(error\)<\/span>/);
 

@@ -100,7 +100,7 @@ describe("shipped build: outcomes, progress notes and magpie trace", () => {
     expect(telegram.callsOf("sendMessage").filter((call) => call.failed)).toHaveLength(2);
 
     // A stranger: refused (a pairing code), kept without their text.
-    dm(STRANGER, "stranger-secret-words");
+    const strangerMessage = dm(STRANGER, "stranger-secret-words");
     await waitFor(
       async () => (await bot.cli(["trace", "--chat", `telegram:${STRANGER}`])).stdout.includes("refused"),
       "the refusal",
@@ -127,6 +127,55 @@ describe("shipped build: outcomes, progress notes and magpie trace", () => {
     const stranger = await bot.cli(["trace", "--chat", `telegram:${STRANGER}`]);
     expect(stranger.stdout).toMatch(/refused\s+from 699/);
     expect(stranger.stdout).not.toContain("stranger-secret-words");
+
+    // --json: every message has the same top-level fields, `outcome` among them; a refused one too.
+    const json = async (query: string) => {
+      const result = await bot.cli(["trace", query, "--json"]);
+      expect(result.code, query).toBe(0);
+      return JSON.parse(result.stdout) as Record<string, unknown>;
+    };
+    const answeredJson = await json(`telegram:${OWNER}:${answered}`);
+    const shape = Object.keys(answeredJson).sort();
+    expect(shape).toContain("outcome");
+    const refusedJson = await json(`telegram:${STRANGER}:${strangerMessage}`);
+    expect(Object.keys(refusedJson).sort()).toEqual(shape);
+    expect(refusedJson).toMatchObject({
+      inboxId: null,
+      channel: "telegram",
+      chatId: String(STRANGER),
+      userId: String(STRANGER),
+      text: null,
+      outcome: "refused",
+      access: { verdict: "pairing" },
+      turns: [],
+      deliveries: [],
+    });
+    expect(JSON.stringify(refusedJson)).not.toContain("stranger-secret-words");
+    const refusedText = await bot.cli(["trace", `telegram:${STRANGER}:${strangerMessage}`]);
+    // The platform's message id, as for every other message (not the stored <chatId>:<id>).
+    expect(refusedText.stdout).toContain(
+      `Message telegram:${STRANGER}:${strangerMessage} · from ${STRANGER}\n`,
+    );
+    expect(refusedText.stdout).toContain("outcome: refused");
+    const outcomes: unknown[] = [refusedJson.outcome];
+    for (const chatId of [OWNER, OTHER_OWNER]) {
+      const listed = JSON.parse(
+        (await bot.cli(["trace", "--chat", `telegram:${chatId}`, "--json"])).stdout,
+      ) as {
+        messages: Array<{ inboxId: number; outcome: string }>;
+      };
+      for (const message of listed.messages) {
+        const traced = await json(String(message.inboxId));
+        expect(Object.keys(traced).sort()).toEqual(shape);
+        expect(traced.outcome).toBe(message.outcome);
+        outcomes.push(traced.outcome);
+      }
+    }
+    expect(new Set(outcomes)).toEqual(new Set(["answered", "failed", "undeliverable", "refused"]));
+    const strangerChat = JSON.parse(
+      (await bot.cli(["trace", "--chat", `telegram:${STRANGER}`, "--json"])).stdout,
+    ) as { refused: Array<{ outcome: string }> };
+    expect(strangerChat.refused.map((refusal) => refusal.outcome)).toEqual(["refused"]);
 
     const unknown = await bot.cli(["trace", "--verbose"]);
     expect(unknown.code).toBe(2);

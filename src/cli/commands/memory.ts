@@ -5,6 +5,7 @@ import { silentLogger } from "../../log/logger.js";
 import { createMemoryService } from "../../memory/create-memory-service.js";
 import { MEMORY_CATEGORIES, type MemoryCategory, type MemoryRecord } from "../../memory/types.js";
 import type { CliCommand } from "../cli-env.js";
+import { jsonText } from "../terminal-output.js";
 
 const USAGE = `Usage: magpie memory <command> [--agent <name>]
   search <query> [--limit N]            hybrid (or keyword) search, best first
@@ -14,7 +15,7 @@ const USAGE = `Usage: magpie memory <command> [--agent <name>]
   export [--all-agents]                 every memory as JSON lines on stdout`;
 
 const exportLine = (memory: MemoryRecord): string =>
-  JSON.stringify({
+  jsonText({
     agent: memory.agent,
     key: memory.key,
     content: memory.content,

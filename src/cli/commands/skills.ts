@@ -7,6 +7,7 @@ import { SkillCatalog, skillDirs } from "../../skills/skill-catalog.js";
 import { skillRows } from "../../skills/skill-rows.js";
 import type { Store } from "../../store/index.js";
 import type { CliCommand } from "../cli-env.js";
+import { jsonText } from "../terminal-output.js";
 
 const USAGE = `Usage: magpie skills <command>
   list [--json]      every skill folder: name, state (loaded, hidden, changed — not loaded, new — not approved,
@@ -60,9 +61,7 @@ export const run: CliCommand = async (argv, env) => {
     }
     const rows = skillRows(await catalog.list({ hashes: true }));
     if (values.json) {
-      env.stdout.write(
-        `${JSON.stringify({ requireApproval: config.skills.requireApproval, skills: rows }, null, 2)}\n`,
-      );
+      env.stdout.write(`${jsonText({ requireApproval: config.skills.requireApproval, skills: rows }, 2)}\n`);
       return 0;
     }
     if (rows.length === 0) {

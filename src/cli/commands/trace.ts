@@ -1,9 +1,10 @@
 import { parseArgs } from "node:util";
 import type { InboxItem } from "../../store/inbox.js";
 import type { Store } from "../../store/index.js";
-import { TraceRepository, traceOf } from "../../store/trace.js";
+import { refusedTraceOf, TraceRepository, traceOf } from "../../store/trace.js";
 import { chatText, refusedText, timeFormat, traceText } from "../../store/trace-text.js";
 import type { CliCommand } from "../cli-env.js";
+import { jsonText } from "../terminal-output.js";
 
 const USAGE = `Usage: magpie trace <message> [--json]
        magpie trace --chat <channel>:<chatId> [--limit <n>] [--json]
@@ -62,7 +63,13 @@ export const run: CliCommand = async (argv, env) => {
       const refused = trace.refused(limit, chat);
       if (values.json) {
         env.stdout.write(
-          `${JSON.stringify({ messages: messages.map((item) => summaryOf(item)), refused }, null, 2)}\n`,
+          `${jsonText(
+            {
+              messages: messages.map((item) => summaryOf(item)),
+              refused: refused.map((refusal) => ({ ...refusal, outcome: "refused" })),
+            },
+            2,
+          )}\n`,
         );
       } else env.stdout.write(chatText(messages, refused, time));
       return 0;
@@ -73,7 +80,7 @@ export const run: CliCommand = async (argv, env) => {
       const parts = splitMessage(query);
       const refusal = parts ? trace.accessOf(parts.channel, parts.chatId, parts.messageId) : undefined;
       if (refusal && refusal.verdict !== "allowed") {
-        if (values.json) env.stdout.write(`${JSON.stringify({ refused: refusal }, null, 2)}\n`);
+        if (values.json) env.stdout.write(`${jsonText(refusedTraceOf(refusal), 2)}\n`);
         else env.stdout.write(refusedText(refusal, time));
         return 0;
       }
@@ -81,7 +88,7 @@ export const run: CliCommand = async (argv, env) => {
       return 1;
     }
     const result = traceOf(trace, item);
-    if (values.json) env.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    if (values.json) env.stdout.write(`${jsonText(result, 2)}\n`);
     else env.stdout.write(traceText(result, time));
     return 0;
   } finally {

@@ -4,6 +4,7 @@ import { PERIOD_LABELS, periodStart, USAGE_PERIODS, type UsagePeriod } from "../
 import { summarizeUsage } from "../../usage/usage-summary.js";
 import { usageText } from "../../usage/usage-text.js";
 import type { CliCommand } from "../cli-env.js";
+import { jsonText } from "../terminal-output.js";
 
 const USAGE = `Usage: magpie usage [--since <date>] [--json]
   --since <date>   YYYY-MM-DD or YYYY-MM-DDTHH:MM in the configured timezone, or today | week | month
@@ -50,14 +51,13 @@ export const run: CliCommand = async (argv, env) => {
     const summary = summarizeUsage(store.db, since, now + 1);
     if (values.json) {
       env.stdout.write(
-        `${JSON.stringify(
+        `${jsonText(
           {
             ...summary,
             since: new Date(summary.since).toISOString(),
             until: new Date(now).toISOString(),
             timezone: config.timezone,
           },
-          null,
           2,
         )}\n`,
       );
