@@ -146,25 +146,103 @@ export function seedHistory(db: Db, options: SeedOptions): SeedReport {
         ).lastInsertRowid,
       );
       const turnId = `inbox:${inboxId}`;
-      trace.run(at, "access", null, null, null, "telegram", chatId, messageId, `{"userId":"${chatId}","verdict":"allowed"}`);
-      trace.run(at + 1, "received", inboxId, null, null, "telegram", chatId, messageId, `{"textChars":${text.length}}`);
-      trace.run(at + 5, "turn_started", inboxId, turnId, null, null, null, null, `{"origin":"user","agent":"main","sessionKey":"${sessionKey}"}`);
-      trace.run(at + 800, "llm", null, turnId, null, null, null, null, `{"origin":"user","sessionKey":"${sessionKey}","kind":"chat","model":"test-model","result":"ok","promptTokens":812,"completionTokens":64,"estimated":false,"latencyMs":790}`);
-      trace.run(at + 890, "turn_finished", null, turnId, null, null, null, null, '{"origin":"user","agent":"main","status":"ok","durationMs":885,"iterations":1,"toolCalls":0}');
+      trace.run(
+        at,
+        "access",
+        null,
+        null,
+        null,
+        "telegram",
+        chatId,
+        messageId,
+        `{"userId":"${chatId}","verdict":"allowed"}`,
+      );
+      trace.run(
+        at + 1,
+        "received",
+        inboxId,
+        null,
+        null,
+        "telegram",
+        chatId,
+        messageId,
+        `{"textChars":${text.length}}`,
+      );
+      trace.run(
+        at + 5,
+        "turn_started",
+        inboxId,
+        turnId,
+        null,
+        null,
+        null,
+        null,
+        `{"origin":"user","agent":"main","sessionKey":"${sessionKey}"}`,
+      );
+      trace.run(
+        at + 800,
+        "llm",
+        null,
+        turnId,
+        null,
+        null,
+        null,
+        null,
+        `{"origin":"user","sessionKey":"${sessionKey}","kind":"chat","model":"test-model","result":"ok","promptTokens":812,"completionTokens":64,"estimated":false,"latencyMs":790}`,
+      );
+      trace.run(
+        at + 890,
+        "turn_finished",
+        null,
+        turnId,
+        null,
+        null,
+        null,
+        null,
+        '{"origin":"user","agent":"main","status":"ok","durationMs":885,"iterations":1,"toolCalls":0}',
+      );
       trace.run(at + 900, "outcome", inboxId, null, null, null, null, null, '{"outcome":"answered"}');
-      trace.run(at + 950, "delivery", inboxId, null, outboxId, "telegram", chatId, null, `{"status":"sent","attempts":1,"platformMessageIds":["${index + 1_000_000}"]}`);
+      trace.run(
+        at + 950,
+        "delivery",
+        inboxId,
+        null,
+        outboxId,
+        "telegram",
+        chatId,
+        null,
+        `{"status":"sent","attempts":1,"platformMessageIds":["${index + 1_000_000}"]}`,
+      );
       usage.run(at + 800, "user", sessionKey, sessionKey, turnId, null, null, 812, 64, 0.0004);
       if (index % 3 === 0) audit.run(at + 400, sessionKey, `telegram:${chatId} (owner)`);
       if (index % 20 === 19) {
         // A compaction: its summary becomes a conversation memory.
-        memory.run(`conversation:${sessionKey}:${new Date(at).toISOString()}`, `The owner asked about ${text}`, "conversation", at, at, 0);
+        memory.run(
+          `conversation:${sessionKey}:${new Date(at).toISOString()}`,
+          `The owner asked about ${text}`,
+          "conversation",
+          at,
+          at,
+          0,
+        );
         // An agent cron run: a session of its own, never compacted.
         const runId = Number(run.run(jobId, at, at, at + 40).lastInsertRowid);
         const runSession = `cron:${jobId}:${runId}`;
         session.run(runSession, null, at, at);
         message.run(runSession, "user", "summarise the day", 6, at);
         message.run(runSession, "assistant", "All quiet.", 5, at + 40);
-        usage.run(at + 40, "schedule", runSession, runSession, `cron:${jobId}:${runId}`, jobId, runId, 300, 20, 0.0001);
+        usage.run(
+          at + 40,
+          "schedule",
+          runSession,
+          runSession,
+          `cron:${jobId}:${runId}`,
+          jobId,
+          runId,
+          300,
+          20,
+          0.0001,
+        );
       }
       if (index % 200 === 0) {
         memory.run(`note.${index}`, `Remember: ${text}`, "core", at, at, index % 7);
@@ -185,7 +263,17 @@ export function seedHistory(db: Db, options: SeedOptions): SeedReport {
   db.pragma(`cache_size = ${cacheSize}`);
   db.pragma("wal_checkpoint(TRUNCATE)");
 
-  const tables = ["inbox", "outbox", "trace_events", "llm_usage", "audit", "sessions", "messages", "memories", "cron_runs"];
+  const tables = [
+    "inbox",
+    "outbox",
+    "trace_events",
+    "llm_usage",
+    "audit",
+    "sessions",
+    "messages",
+    "memories",
+    "cron_runs",
+  ];
   const rows = Object.fromEntries(
     tables.map((table) => [table, db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number]),
   );

@@ -8,6 +8,7 @@ import type { Migration } from "./index.js";
  *   now it walks the pending rows only.
  * - `outbox_inbox`: the replies of a message (`magpie trace`, retention's "reply still pending" check).
  * - `memories_core`: the core memories shown to every turn, most used first, were sorted in full per turn.
+ * - `cron_runs_running`: the scheduler's start-up look for runs a restart interrupted read every run ever made.
  * - `inbox_received`, `outbox_created`, `messages_created`: retention finds rows past their days by range
  *   instead of reading every row of the table once a day.
  */
@@ -18,6 +19,7 @@ export const historyIndexesMigration: Migration = {
     CREATE INDEX outbox_due ON outbox (id, next_attempt_at) WHERE status = 'pending';
     CREATE INDEX outbox_inbox ON outbox (inbox_id) WHERE inbox_id IS NOT NULL;
     CREATE INDEX memories_core ON memories (agent, access_count, updated_at) WHERE category = 'core';
+    CREATE INDEX cron_runs_running ON cron_runs (id) WHERE status = 'running';
     CREATE INDEX inbox_received ON inbox (received_at);
     CREATE INDEX outbox_created ON outbox (created_at);
     CREATE INDEX messages_created ON messages (created_at);
