@@ -8,6 +8,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   sandbox: () => import("./sandbox.js"),
   spend: () => import("./spend.js"),
   triggers: () => import("./triggers.js"),
+  history: () => import("./history.js"),
 };
 
 async function main(): Promise<void> {

@@ -8,6 +8,12 @@ const SUMMARY_INSTRUCTION =
   "Summarize the conversation below for your own future reference. Keep facts about the user, decisions, " +
   "results of actions, open tasks and preferences; drop small talk. At most 250 words, plain text.";
 
+/**
+ * One compaction summarizes at most this many history budgets of the oldest messages. A session past its budget
+ * by one turn has about half a budget to summarize, so this bounds only a backlog.
+ */
+const SUMMARIZED_BUDGETS = 4;
+
 /** Picks the most recent messages within `budget` tokens, starting at a user message (no orphaned tool results). */
 export function recentWithinBudget(messages: StoredMessage[], budget: number): StoredMessage[] {
   let total = 0;
@@ -28,7 +34,8 @@ export interface CompactionResult {
 
 /**
  * When a session's history passes `budget` tokens, summarizes everything but the most recent half of the
- * budget into the session summary. Returns null when nothing was compacted.
+ * budget into the session summary (the oldest `SUMMARIZED_BUDGETS` budgets of it per call). Returns null when
+ * nothing was compacted.
  */
 export async function compactHistory(input: {
   history: HistoryRepository;
@@ -41,13 +48,19 @@ export async function compactHistory(input: {
   /** The budgets and the ledger: the summary is an LLM call of the turn that made the history long. */
   spend?: { port: SpendPort; scope: SpendScope } | null;
 }): Promise<CompactionResult | null> {
-  const stored = input.history.load(input.sessionKey);
-  const total = stored.reduce((sum, item) => sum + item.tokens, 0);
-  if (total <= input.budget) return null;
-  const keep = recentWithinBudget(stored, Math.floor(input.budget / 2));
-  const cutIndex = stored.length - keep.length;
-  if (cutIndex <= 0) return null;
-  const older = stored.slice(0, cutIndex);
+  // Only what the budget holds is read (then whether anything is older): a turn's compaction check costs the
+  // same whatever the session holds.
+  const recent = input.history.newest(input.sessionKey, input.budget);
+  if (!recent.more) return null;
+  const keep = recentWithinBudget(recent.messages, Math.floor(input.budget / 2));
+  // The oldest part first, at most SUMMARIZED_BUDGETS budgets of it: a backlog (compactions held back by a cap)
+  // is summarized a part per turn, never sent to the model whole.
+  const older = input.history.oldest(
+    input.sessionKey,
+    keep[0]?.id ?? Number.MAX_SAFE_INTEGER,
+    input.budget * SUMMARIZED_BUDGETS,
+  );
+  if (older.length === 0) return null;
   const previous = input.history.summary(input.sessionKey);
   const transcript = older.map((item) => renderForSummary(item.message)).join("\n");
   const messages: ChatMessage[] = [

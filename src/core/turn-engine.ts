@@ -183,10 +183,9 @@ export class TurnEngine {
     const { store, settings, tools, logger } = this.options;
     const historyKey = request.historyKey ?? request.sessionKey;
     const toolNames = this.toolsFor(request);
-    const stored = store.history.load(historyKey);
-    const history = recentWithinBudget(stored, Math.floor(settings.historyTokens * 1.5)).map(
-      (item) => item.message,
-    );
+    const historyBudget = Math.floor(settings.historyTokens * 1.5);
+    const stored = store.history.newest(historyKey, historyBudget).messages;
+    const history = recentWithinBudget(stored, historyBudget).map((item) => item.message);
     const recalled: string[] = [];
     for (const hooks of this.options.hooks()) {
       if (!hooks.recall) continue;

@@ -51,8 +51,12 @@ export class KeywordSearch {
     if (selective.length > 0) {
       return this.rows(this.ranked, selective.map(quoteTerm).join(" OR "), fetch, agent, limit);
     }
+    // A term found nowhere makes the AND empty: FTS5 still walks the other terms' postings to learn that
+    // (1.3 ms at 55,000 memories, every turn whose text holds a new word), so it is not asked.
     const hits =
-      terms.length > 1 ? this.rows(this.newest, terms.map(quoteTerm).join(" AND "), fetch, agent, limit) : [];
+      present.length > 1 && present.length === terms.length
+        ? this.rows(this.newest, terms.map(quoteTerm).join(" AND "), fetch, agent, limit)
+        : [];
     if (hits.length >= limit) return hits;
     const seen = new Set(hits.map((hit) => hit.id));
     const more = this.rows(this.newest, present.map(quoteTerm).join(" OR "), fetch, agent, limit);

@@ -28,6 +28,12 @@ function toMessage(row: MessageRow): ChatMessage {
   return { role: "user", content: row.content ?? "" };
 }
 
+const toStored = (row: MessageRow): StoredMessage => ({
+  id: row.id,
+  message: toMessage(row),
+  tokens: row.tokens,
+});
+
 /** Per-session conversation history and its running summary. */
 export class HistoryRepository {
   constructor(private readonly db: Db) {}
@@ -68,11 +74,53 @@ export class HistoryRepository {
     })();
   }
 
+  /** The whole history of a session (the dashboard); a turn reads only its newest part (`newest`). */
   load(sessionKey: string): StoredMessage[] {
     const rows = this.db
       .prepare("SELECT * FROM messages WHERE session_key = ? ORDER BY id")
       .all(sessionKey) as MessageRow[];
-    return rows.map((row) => ({ id: row.id, message: toMessage(row), tokens: row.tokens }));
+    return rows.map(toStored);
+  }
+
+  /**
+   * The newest messages whose tokens add up to at most `maxTokens`, oldest first; `more` when older ones exist.
+   * Read newest first and stopped there, so a turn costs the same whatever the session holds (a history whose
+   * compaction was held back by a budget cap grows; loading all of it made every turn slower).
+   */
+  newest(sessionKey: string, maxTokens: number): { messages: StoredMessage[]; more: boolean } {
+    const messages: StoredMessage[] = [];
+    let total = 0;
+    let more = false;
+    const rows = this.db
+      .prepare("SELECT * FROM messages WHERE session_key = ? ORDER BY id DESC")
+      .iterate(sessionKey) as IterableIterator<MessageRow>;
+    for (const row of rows) {
+      total += row.tokens;
+      if (total > maxTokens) {
+        more = true;
+        break;
+      }
+      messages.push(toStored(row));
+    }
+    return { messages: messages.reverse(), more };
+  }
+
+  /**
+   * The oldest messages before `beforeId`, oldest first, up to `maxTokens` (at least one): the part of a long
+   * history one compaction summarizes.
+   */
+  oldest(sessionKey: string, beforeId: number, maxTokens: number): StoredMessage[] {
+    const messages: StoredMessage[] = [];
+    let total = 0;
+    const rows = this.db
+      .prepare("SELECT * FROM messages WHERE session_key = ? AND id < ? ORDER BY id")
+      .iterate(sessionKey, beforeId) as IterableIterator<MessageRow>;
+    for (const row of rows) {
+      total += row.tokens;
+      if (total > maxTokens && messages.length > 0) break;
+      messages.push(toStored(row));
+    }
+    return messages;
   }
 
   summary(sessionKey: string): string | null {

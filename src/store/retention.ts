@@ -33,10 +33,14 @@ export interface PruneReport {
 
 export const DEFAULT_LIMITS: RetentionLimits = { batchSize: 1000, maxRowsPerRun: 100_000 };
 
-/** Deletes by rowid in id order: old rows sit at the start of the table, so each batch stops early. */
-function deleteOldest(db: Db, table: string, where: string) {
+/**
+ * Deletes the oldest rows by their time column (`at` …): each batch reads a range of that column's index
+ * (migration 024), so a run where nothing is old reads nothing — ordering by id instead walked every row of the
+ * table, newest included, before finding that out.
+ */
+function deleteOldest(db: Db, table: string, time: string, where?: string) {
   const statement = db.prepare(
-    `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${where} ORDER BY id LIMIT @limit)`,
+    `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${time} < @before${where ? ` AND ${where}` : ""} ORDER BY ${time} LIMIT @limit)`,
   );
   return (before: number, limit: number) => statement.run({ before, limit }).changes;
 }
@@ -56,7 +60,7 @@ export function storeTargets(
       key: "auditDays",
       table: "audit",
       days: days.auditDays,
-      prune: deleteOldest(db, "audit", "at < @before"),
+      prune: deleteOldest(db, "audit", "at"),
     },
     {
       key: "inboxDays",
@@ -66,7 +70,8 @@ export function storeTargets(
       prune: deleteOldest(
         db,
         "inbox",
-        `received_at < @before AND status IN ('done', 'interrupted', 'failed')
+        "received_at",
+        `status IN ('done', 'interrupted', 'failed')
          AND NOT EXISTS (SELECT 1 FROM outbox WHERE outbox.inbox_id = inbox.id AND outbox.status = 'pending')`,
       ),
     },
@@ -75,19 +80,19 @@ export function storeTargets(
       key: "inboxDays",
       table: "trace_events",
       days: days.inboxDays,
-      prune: deleteOldest(db, "trace_events", "at < @before"),
+      prune: deleteOldest(db, "trace_events", "at"),
     },
     {
       key: "outboxDays",
       table: "outbox",
       days: days.outboxDays,
-      prune: deleteOldest(db, "outbox", "created_at < @before AND status IN ('sent', 'failed')"),
+      prune: deleteOldest(db, "outbox", "created_at", "status IN ('sent', 'failed')"),
     },
     {
       key: "messagesDays",
       table: "messages",
       days: days.messagesDays,
-      prune: deleteOldest(db, "messages", "created_at < @before"),
+      prune: deleteOldest(db, "messages", "created_at"),
     },
   ];
 }

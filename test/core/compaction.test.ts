@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { recentWithinBudget } from "../../src/core/compaction.js";
+import { compactHistory, recentWithinBudget } from "../../src/core/compaction.js";
+import type { ChatModel, CompletionRequest } from "../../src/llm/types.js";
+import { silentLogger } from "../../src/log/logger.js";
 import type { StoredMessage } from "../../src/store/history.js";
+import { Store } from "../../src/store/index.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
@@ -56,5 +59,52 @@ describe("history compaction", () => {
     await channel!.receive("and again");
     await channel!.waitForSent(2);
     llm!.assertDone();
+  });
+
+  it("summarizes a backlog a part per turn, oldest first, never the whole of it in one request", async () => {
+    // A session whose compactions a budget cap held back: 5,000 messages of 20 tokens, 100,000 tokens.
+    const store = Store.open(":memory:");
+    store.history.ensureSession("s", "main");
+    store.history.append(
+      "s",
+      Array.from({ length: 5_000 }, (_, index) => ({
+        message:
+          index % 2 === 0
+            ? { role: "user" as const, content: `backlog ${index}` }
+            : { role: "assistant" as const, content: `answer ${index}` },
+        tokens: 20,
+      })),
+    );
+    const requests: CompletionRequest[] = [];
+    const model: ChatModel = {
+      complete: async (request) => {
+        requests.push(request);
+        return { content: `summary ${requests.length}`, toolCalls: [], finishReason: "stop" };
+      },
+    };
+    const compact = () =>
+      compactHistory({
+        history: store.history,
+        sessionKey: "s",
+        model,
+        modelName: "m",
+        budget: 400,
+        logger: silentLogger(),
+      });
+    // Four budgets (1,600 tokens) of the oldest messages: 80 of them.
+    expect((await compact())?.removed).toBe(80);
+    const transcript = String(requests[0]!.messages[1]!.content);
+    expect(transcript).toContain("backlog 0");
+    expect(transcript).toContain("answer 79");
+    expect(transcript).not.toContain("backlog 80");
+    // The next one goes on where it stopped, from the summary so far.
+    expect((await compact())?.removed).toBe(80);
+    const next = String(requests[1]!.messages[1]!.content);
+    expect(next).toContain("Earlier summary:\nsummary 1");
+    expect(next).toContain("backlog 80");
+    expect(store.history.stats("s").messages).toBe(5_000 - 160);
+    // The newest half budget always stays.
+    expect(store.history.newest("s", 200).messages.at(-1)!.message.content).toBe("answer 4999");
+    store.close();
   });
 });
