@@ -1,5 +1,4 @@
 import { ImapFlow } from "imapflow";
-import { type AddressObject, type ParsedMail, simpleParser } from "mailparser";
 import nodemailer, { type Transporter } from "nodemailer";
 import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
 import type {
@@ -10,6 +9,7 @@ import type {
   ChannelCapabilities,
   ChannelStatus,
   InboundMessage,
+  InboundSender,
   InboundSink,
   OutboundMessage,
   ReplyTarget,
@@ -19,6 +19,8 @@ import type {
 import { backoffDelay } from "./backoff.js";
 import type { ChannelDeps } from "./channel-deps.js";
 import { verifySender } from "./email-auth.js";
+import { parseMail, readMailBody } from "./email-body.js";
+import { ENVELOPE_FIELDS, MAX_REFERENCES, type MailEnvelope, readEnvelope, stripRe } from "./email-envelope.js";
 import type { EmailConfig } from "./email-entry.js";
 import { renderMarkdown } from "./format/markdown.js";
 import { readOutboundFile, sendParts } from "./send-parts.js";
@@ -29,8 +31,6 @@ const PASSWORD_HINT = "Check EMAIL_PASSWORD or channels.email.imap.password / ch
 const LIMIT = 30_000;
 /** What most providers accept per mail (Gmail 25 MB); a bigger file is refused before SMTP refuses it. */
 const MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
-/** References kept per thread: enough for every client to thread, bounded however long the thread grows. */
-const MAX_REFERENCES = 20;
 /** Prefix of the user id of a sender whose From could not be verified (never an allowlisted address). */
 export const UNVERIFIED_PREFIX = "unverified:";
 
@@ -55,31 +55,6 @@ function portOf(server: MailServer, tlsPort: number, plainPort: number): number 
   return server.port ?? (server.secure === false ? plainPort : tlsPort);
 }
 
-/** Lower-cased bare address of the first From mailbox; "" when there is none or there are several. */
-function singleAddress(from: AddressObject | undefined): { address: string; name: string } {
-  const mailboxes = from?.value ?? [];
-  const [only] = mailboxes;
-  if (mailboxes.length !== 1 || !only?.address) return { address: "", name: "" };
-  return { address: only.address.toLowerCase(), name: only.name || only.address };
-}
-
-/** The values of every header named `name`, unfolded, in the order they appear (top = the last hop). */
-function headerValues(mail: ParsedMail, name: string): string[] {
-  const prefix = `${name.toLowerCase()}:`;
-  return mail.headerLines
-    .filter((line) => line.key === name.toLowerCase())
-    .map((line) => {
-      const unfolded = line.line.replace(/\r?\n[ \t]/g, " ");
-      return unfolded.toLowerCase().startsWith(prefix) ? unfolded.slice(prefix.length).trim() : unfolded;
-    });
-}
-
-function referencesOf(mail: ParsedMail): string[] {
-  const references = mail.references;
-  if (!references) return [];
-  return Array.isArray(references) ? references : references.split(/\s+/).filter(Boolean);
-}
-
 function kindOf(mime: string): AttachmentKind {
   if (mime.startsWith("image/")) return "image";
   if (mime.startsWith("audio/")) return "audio";
@@ -87,18 +62,10 @@ function kindOf(mime: string): AttachmentKind {
   return "file";
 }
 
-/** Whether a mail was sent by a machine (auto-replies, bounces, lists): never answered, so bots can't loop. */
-function isAutomatic(mail: ParsedMail): boolean {
-  const submitted = String(mail.headers.get("auto-submitted") ?? "no").toLowerCase();
-  const precedence = String(mail.headers.get("precedence") ?? "").toLowerCase();
-  return submitted !== "no" || ["bulk", "junk", "list", "auto_reply"].includes(precedence);
+/** The text handed on: the subject above the body, unless it is a reply's "Re: …" or one of them is empty. */
+function textOf(subject: string, body: string): string {
+  return subject && !/^re:/i.test(subject) && body ? `${subject}\n\n${body}` : body || subject;
 }
-
-const stripRe = (subject: string): string => {
-  let rest = subject.trim();
-  while (/^re:/i.test(rest)) rest = rest.slice(3).trimStart();
-  return rest;
-};
 
 /** Markdown as the HTML part: the Telegram dialect's tags are plain HTML; line breaks kept by CSS. */
 function htmlOf(markdown: string): string {
@@ -298,7 +265,14 @@ export class EmailChannel implements ChannelAdapter {
     uids.sort((a, b) => a - b);
     for (const uid of uids) {
       if (this.stopped || this.client !== client) return;
-      await this.handle(client, uid, uidValidity);
+      try {
+        await this.handle(client, uid, uidValidity);
+      } catch (error) {
+        // The connection is gone: this mail is looked at again after the reconnect.
+        if (this.stopped || this.client !== client || !client.usable) return;
+        // Anything else is this mail's own trouble: it is skipped, and every later mail still gets its turn.
+        this.deps.logger.warn({ uid, err: errorMessage(error) }, "mail skipped: it could not be handled");
+      }
       const current = this.deps.store.kv.get<MailboxCursor>(this.cursorKey());
       this.saveCursor({
         uidValidity,
@@ -312,76 +286,112 @@ export class EmailChannel implements ChannelAdapter {
     this.deps.store.kv.set(this.cursorKey(), cursor);
   }
 
+  /**
+   * One mail, judged by its envelope first (DESIGN.md → Security): the envelope and a few header fields decide who
+   * sent it, and access control says what to make of that sender before the body is fetched. A stranger's mail is
+   * handed on without its body — access control refuses it or answers with a pairing code — and is never fetched
+   * or parsed. An allowed sender's mail is read; one that can't be (too big, too many parts, a broken header) is
+   * handed on from its headers with a note saying so.
+   */
   private async handle(client: ImapFlow, uid: number, uidValidity: string): Promise<void> {
-    const meta = await client.fetchOne(String(uid), { uid: true, size: true }, { uid: true });
-    if (!meta) return;
-    const tooBig = (meta.size ?? 0) > this.config.maxMailBytes;
-    const fetched = await client.fetchOne(
+    const head = await client.fetchOne(
       String(uid),
-      tooBig ? { uid: true, headers: true } : { uid: true, source: true },
+      { uid: true, size: true, envelope: true, headers: ENVELOPE_FIELDS },
       { uid: true },
     );
-    const source = fetched ? (tooBig ? fetched.headers : fetched.source) : undefined;
-    if (!source) return;
-    const mail = await simpleParser(source, { skipHtmlToText: false, skipTextLinks: true });
-    const inbound = this.normalize(mail, uid, uidValidity, tooBig ? (meta.size ?? 0) : 0);
-    if (!inbound || !this.sink) return;
-    const choice = this.choiceOf(inbound);
-    if (choice) {
-      await this.sink.buttonPressed(choice);
+    const sink = this.sink;
+    if (!head || !sink) return;
+    const envelope = readEnvelope(head);
+    if (!envelope.from || envelope.from === this.address || envelope.automatic) return;
+    const sender = this.senderOf(envelope);
+    const base = { envelope, sender, uid, uidValidity };
+    if ((sink.screen?.(sender) ?? "allowed") !== "allowed") {
+      await sink.message(this.inboundOf({ ...base, body: "(The body of this mail was not read.)" }));
       return;
     }
-    await this.sink.message(inbound);
-    this.deps.store.kv.set(this.threadKey(inbound.chatId, inbound.threadId!), {
-      subject: stripRe(mail.subject ?? ""),
-      references: [...referencesOf(mail), inbound.messageId].slice(-MAX_REFERENCES),
-    } satisfies ThreadState);
-  }
-
-  private normalize(
-    mail: ParsedMail,
-    uid: number,
-    uidValidity: string,
-    oversizeBytes: number,
-  ): InboundMessage | null {
-    const from = singleAddress(mail.from);
-    if (!from.address || from.address === this.address || isAutomatic(mail)) return null;
-    const verdict = this.config.allowUnauthenticated
-      ? { verified: true, reason: "allowUnauthenticated" }
-      : verifySender(from.address, headerValues(mail, "authentication-results"), this.config.authservId);
-    if (!verdict.verified) {
-      this.deps.logger.info({ reason: verdict.reason }, "e-mail sender not verified: treated as a stranger");
+    const size = head.size ?? 0;
+    if (size > this.config.maxMailBytes) {
+      const note = `(This mail is ${size} bytes, over channels.email.maxMailBytes; only its headers were read.)`;
+      await this.deliver(sink, this.inboundOf({ ...base, body: note }), envelope);
+      return;
     }
-    const messageId = mail.messageId ?? `<uid-${uidValidity}-${uid}@${this.imapServer.host}>`;
-    const references = referencesOf(mail);
-    const inReplyTo = mail.inReplyTo?.split(/\s+/)[0];
-    const threadId = references[0] ?? inReplyTo ?? messageId;
-    const subject = mail.subject?.trim() ?? "";
-    const body = oversizeBytes
-      ? `(This mail is ${oversizeBytes} bytes, over channels.email.maxMailBytes; only its headers were read.)`
-      : (mail.text ?? "").trim();
-    const text = subject && !/^re:/i.test(subject) && body ? `${subject}\n\n${body}` : body || subject;
-    const attachments: Attachment[] = (mail.attachments ?? []).map((attachment, index) => ({
+    const fetched = await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true });
+    if (!fetched || !fetched.source) return;
+    const body = await readMailBody(fetched.source);
+    if (!body.ok) {
+      this.deps.logger.info({ uid, reason: body.reason }, "mail could not be read: answered from its headers");
+      const note = `(This mail could not be read: ${body.reason}. Only its headers were.)`;
+      await this.deliver(sink, this.inboundOf({ ...base, body: note }), envelope);
+      return;
+    }
+    const attachments: Attachment[] = body.mail.attachments.map((attachment, index) => ({
       kind: kindOf(attachment.contentType),
       id: `${uidValidity}:${uid}:${index}`,
       name: attachment.filename,
       mime: attachment.contentType,
       size: attachment.size,
     }));
+    await this.deliver(
+      sink,
+      this.inboundOf({ ...base, body: body.text, attachments, raw: body.mail }),
+      envelope,
+    );
+  }
+
+  /** Hands an allowed sender's mail on (a numbered answer presses its button) and keeps its thread for replies. */
+  private async deliver(sink: InboundSink, inbound: InboundMessage, envelope: MailEnvelope): Promise<void> {
+    const choice = this.choiceOf(inbound);
+    if (choice) {
+      await sink.buttonPressed(choice);
+      return;
+    }
+    const accepted = await sink.message(inbound);
+    if (accepted.status !== "accepted") return;
+    this.deps.store.kv.set(this.threadKey(inbound.chatId, inbound.threadId!), {
+      subject: stripRe(envelope.subject),
+      references: [...envelope.references, inbound.messageId].slice(-MAX_REFERENCES),
+    } satisfies ThreadState);
+  }
+
+  /** Who sent a mail: From, only when the receiving server's Authentication-Results vouch for it. */
+  private senderOf(envelope: MailEnvelope): InboundSender {
+    const verdict = this.config.allowUnauthenticated
+      ? { verified: true, reason: "allowUnauthenticated" }
+      : verifySender(envelope.from, envelope.authenticationResults, this.config.authservId);
+    if (!verdict.verified) {
+      this.deps.logger.info({ reason: verdict.reason }, "e-mail sender not verified: treated as a stranger");
+    }
     return {
       channel: this.name,
-      chatId: from.address,
-      threadId,
-      messageId,
-      userId: verdict.verified ? from.address : `${UNVERIFIED_PREFIX}${from.address}`,
-      userName: from.name,
-      text,
+      chatId: envelope.from,
+      userId: verdict.verified ? envelope.from : `${UNVERIFIED_PREFIX}${envelope.from}`,
+      userName: envelope.fromName,
       isDirect: true,
+    };
+  }
+
+  private inboundOf(mail: {
+    envelope: MailEnvelope;
+    sender: InboundSender;
+    uid: number;
+    uidValidity: string;
+    body: string;
+    attachments?: Attachment[];
+    raw?: unknown;
+  }): InboundMessage {
+    const { envelope, sender } = mail;
+    const messageId = envelope.messageId ?? `<uid-${mail.uidValidity}-${mail.uid}@${this.imapServer.host}>`;
+    const inReplyTo = envelope.inReplyTo;
+    return {
+      ...sender,
+      threadId: envelope.references[0] ?? inReplyTo ?? messageId,
+      messageId,
+      text: textOf(envelope.subject, mail.body.trim()),
       mentionsBot: true,
       ...(inReplyTo ? { replyTo: { messageId: inReplyTo } } : {}),
-      attachments,
+      attachments: mail.attachments ?? [],
       receivedAt: Date.now(),
-      raw: mail,
+      raw: mail.raw ?? envelope,
     };
   }
 
@@ -515,8 +525,8 @@ export class EmailChannel implements ChannelAdapter {
     if (!source) {
       throw new MagpieError("channel.email.attachment_gone", `The mail holding ${attachment.name} is gone.`);
     }
-    const mail = await simpleParser(source);
-    const found = mail.attachments[Number(index)];
+    const mail = await parseMail(source).catch(() => null);
+    const found = mail?.attachments[Number(index)];
     if (!found) {
       throw new MagpieError("channel.email.attachment_gone", `The mail holding ${attachment.name} is gone.`);
     }

@@ -1,4 +1,4 @@
-import type { ButtonPress, InboundMessage } from "./types.js";
+import type { ButtonPress, InboundMessage, InboundSender, ScreenVerdict } from "./types.js";
 
 export type AccessDecision =
   | { allow: true }
@@ -13,7 +13,16 @@ export interface AccessControl {
    * Presses skip `check` (they carry no text and no mention); without this method every press counts.
    */
   allowsPress?(press: ButtonPress): boolean;
+  /**
+   * What `check` would decide for a message from `sender` that mentions the bot, without issuing anything (no
+   * pairing code): adapters ask it before they read a body. Without this method every sender counts as allowed.
+   */
+  screen?(sender: InboundSender): ScreenVerdict;
 }
 
 /** Lets everything through: used for the local console, and in tests. */
-export const allowAll: AccessControl = { check: () => ({ allow: true }), allowsPress: () => true };
+export const allowAll: AccessControl = {
+  check: () => ({ allow: true }),
+  allowsPress: () => true,
+  screen: () => "allowed",
+};

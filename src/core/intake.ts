@@ -15,9 +15,11 @@ import type {
   ButtonHandler,
   ButtonPress,
   InboundMessage,
+  InboundSender,
   InboundSink,
   OutboundMessage,
   ReplyTarget,
+  ScreenVerdict,
 } from "./types.js";
 
 /**
@@ -111,6 +113,11 @@ export class Intake implements InboundSink {
       settleOutcome(store, this.events, [inboxId], "answered");
     } else this.options.enqueue(sessionKey, inboxId);
     return { status: "accepted", inboxId };
+  }
+
+  /** Access control's verdict on a sender, from the envelope alone (see InboundSink.screen). */
+  screen(sender: InboundSender): ScreenVerdict {
+    return this.options.access().screen?.(sender) ?? "allowed";
   }
 
   async buttonPressed(press: ButtonPress): Promise<void> {

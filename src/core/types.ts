@@ -134,10 +134,35 @@ export type AcceptResult =
 /** Claims a button press (approvals, choices); returns true when handled. */
 export type ButtonHandler = (press: ButtonPress) => Promise<boolean> | boolean;
 
+/** Who writes where, as a message's envelope tells before its body is read. */
+export interface InboundSender {
+  channel: string;
+  chatId: string;
+  threadId?: string;
+  guildId?: string;
+  userId: string;
+  userName: string;
+  isDirect: boolean;
+}
+
+/**
+ * What access control would make of a sender, decided without side effects: `allowed` (read the message),
+ * `pairing` (an unknown DM sender it would answer with a pairing code, for which the envelope is enough) or
+ * `refused`.
+ */
+export type ScreenVerdict = "allowed" | "pairing" | "refused";
+
 /** What an adapter hands inbound traffic to. `message` resolves after the inbox write: only then acknowledge. */
 export interface InboundSink {
   message(inbound: InboundMessage): Promise<AcceptResult>;
   buttonPressed(press: ButtonPress): Promise<void>;
+  /**
+   * Judges a sender by the envelope before the adapter reads the body (DESIGN.md → Security: a stranger's input
+   * is judged by its envelope before its body is parsed). Issues nothing: the adapter hands a `pairing` or
+   * `refused` sender's message to `message` without its body, and access control answers it there. Absent: every
+   * sender counts as `allowed` (`message` still decides).
+   */
+  screen?(sender: InboundSender): ScreenVerdict;
 }
 
 /** One chat platform behind one interface. */

@@ -2,7 +2,7 @@ import { type ChatChannelName, isChatChannel } from "../../channels/catalog.js";
 import type { MagpieConfig } from "../config/schema.js";
 import type { ChannelAccessConfig } from "../config/sections/channel-access.js";
 import type { AccessControl, AccessDecision } from "../core/access.js";
-import type { ButtonPress, InboundMessage } from "../core/types.js";
+import type { ButtonPress, InboundMessage, InboundSender, ScreenVerdict } from "../core/types.js";
 import { Authority } from "./authority.js";
 import type { PairingStore } from "./pairing.js";
 
@@ -54,26 +54,31 @@ export class ChannelAccessControl implements AccessControl {
    * the bot, so requireMention is met). Never issues pairing codes.
    */
   allowsPress(press: ButtonPress): boolean {
-    if (press.channel === "console") return true;
-    if (press.channel === "web") return this.config.http.dashboard.enabled;
-    if (!isChatChannel(press.channel)) return false;
-    const rules = this.rulesOf(press.channel);
+    return this.screen(press) === "allowed";
+  }
+
+  /**
+   * What `check` would decide for a message from `sender` that mentions the bot, without issuing a pairing code:
+   * an unknown DM sender under `dmPolicy: pairing` is `pairing`. Adapters ask it before they read a body.
+   */
+  screen(sender: InboundSender): ScreenVerdict {
+    if (sender.channel === "console") return "allowed";
+    if (sender.channel === "web") return this.config.http.dashboard.enabled ? "allowed" : "refused";
+    if (!isChatChannel(sender.channel)) return "refused";
+    const rules = this.rulesOf(sender.channel);
     const asMessage: InboundMessage = {
-      channel: press.channel,
-      chatId: press.chatId,
-      threadId: press.threadId,
-      messageId: press.messageId ?? "",
-      userId: press.userId,
-      userName: press.userName,
+      ...sender,
+      messageId: "",
       text: "",
-      isDirect: press.isDirect,
       mentionsBot: true,
       attachments: [],
       receivedAt: 0,
     };
-    if (!press.isDirect) return this.checkGroup(asMessage, rules).allow;
-    if (rules.dmPolicy === "pairing") return this.isKnownSender(press.channel, press.userId);
-    return this.checkDirect(asMessage, rules).allow;
+    if (!sender.isDirect) return this.checkGroup(asMessage, rules).allow ? "allowed" : "refused";
+    if (rules.dmPolicy === "pairing") {
+      return this.isKnownSender(sender.channel, sender.userId) ? "allowed" : "pairing";
+    }
+    return this.checkDirect(asMessage, rules).allow ? "allowed" : "refused";
   }
 
   /** True when `userId` is an owner on `channel` (allowFrom or paired) — the one answer lives in Authority. */
