@@ -9,6 +9,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { revealInvisible } from "../src/security/reveal-invisible.js";
 import { renderForTerminal, type TerminalStyle } from "./format/terminal.js";
 
 export interface ConsoleChannelOptions {
@@ -87,9 +88,12 @@ export class ConsoleChannel implements ChannelAdapter {
   async send(_target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
     const id = `console-${Date.now()}-${++this.counter}`;
     if ((progress?.partsSent ?? 0) === 0) {
-      const text = message.format === "plain" ? message.text : renderForTerminal(message.text, this.style());
+      // The model's words may carry what a page or mail put there: control characters (OSC 52 clipboard
+      // writes, clear screen) are made visible before the terminal's own styles are added.
+      const words = revealInvisible(message.text);
+      const text = message.format === "plain" ? words : renderForTerminal(words, this.style());
       // The terminal shows no pictures: the file is named by its path, which the owner can open.
-      const file = message.file ? `[${message.file.kind}: ${message.file.path}]\n` : "";
+      const file = message.file ? `[${message.file.kind}: ${revealInvisible(message.file.path)}]\n` : "";
       this.output.write(`\nmagpie> ${text}\n${file}`);
       progress?.onPartSent(0, id);
       this.lines?.prompt(true);
