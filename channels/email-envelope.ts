@@ -131,7 +131,7 @@ function cut(text: string, limit: number): string {
   return text.length > limit ? `${text.slice(0, limit)}…` : text;
 }
 
-/** The subject without its leading "Re:"s. A loop over indices: re-slicing per "Re:" is quadratic in a long run. */
+/** The subject without its leading "Re:"s, in one pass over it. */
 export function stripRe(subject: string): string {
   let at = 0;
   for (;;) {
