@@ -157,3 +157,58 @@ describe.runIf(hasDovecot())("e-mail: hostile mail against the whole app", () =>
     testApp.llm!.assertDone();
   }, 60_000);
 });
+
+describe.runIf(hasDovecot())("e-mail: a stranger under dmPolicy pairing", () => {
+  let dovecot: Dovecot;
+  let tap: ImapTap;
+  let smtp: SmtpReceiver;
+  let testApp: TestApp;
+
+  beforeAll(async () => {
+    dovecot = await startDovecot({ bot: "imap-secret" });
+    tap = await imapTap(dovecot);
+    smtp = await new SmtpReceiver(BOT, "smtp-secret").start();
+    testApp = await startTestApp({
+      features: [accessFeature],
+      loadChannels: true,
+      channel: null,
+      config: {
+        channels: {
+          email: {
+            address: BOT,
+            imap: { host: "127.0.0.1", port: tap.port, secure: false, user: "bot", password: "imap-secret" },
+            smtp: { host: "127.0.0.1", port: smtp.port, secure: false, user: BOT, password: "smtp-secret" },
+            authservId: "mx.example.org",
+            pacing: false,
+          },
+        },
+      },
+    });
+    await waitFor(() => testApp.app.store.kv.get("channel.email.cursor:bot:INBOX"), "the cursor", 20_000);
+  }, 60_000);
+
+  afterAll(async () => {
+    await testApp?.stop();
+    await tap?.close();
+    await smtp?.close();
+    await dovecot?.stop();
+  });
+
+  it("gets a pairing code made from the headers alone: the 5.7 MB body is never fetched, no model is asked", async () => {
+    const bytesBefore = tap.bytesToClient;
+    await deliver(
+      dovecot,
+      htmlTableMail({ from: STRANGER, subject: "let me in", headers: [STRANGER_PASS], rows: 300_000 }),
+    );
+    const code = await waitFor(
+      () => smtp.mails.find((mail) => mail.to.includes(STRANGER)),
+      "the pairing reply",
+      30_000,
+    );
+    expect(code.parsed.text).toMatch(/pairing code is [A-HJ-NP-Z2-9]{8}/);
+    const fetched = tap.bytesToClient - bytesBefore;
+    console.log(`e-mail: ${fetched} bytes fetched over IMAP for a stranger's 5.7 MB mail under pairing`);
+    expect(fetched).toBeLessThan(100_000);
+    expect(testApp.llm!.requests).toEqual([]);
+  }, 60_000);
+});
