@@ -160,10 +160,9 @@ export async function htmlToMailText(whole: string): Promise<string> {
     const close = html.indexOf(">", open + 1);
     // An unclosed tag to the end: what came before it is the text.
     if (close === -1) break;
-    const inside = html.slice(open + 1, close);
     index = close + 1;
-    const closing = inside.startsWith("/");
-    const name = tagName(closing ? inside.slice(1) : inside);
+    const closing = html.charCodeAt(open + 1) === 47;
+    const name = tagName(html, closing ? open + 2 : open + 1, close);
     if (!name) continue;
     if (!closing && RAW.has(name)) {
       lower ??= html.toLowerCase();
@@ -181,23 +180,27 @@ export async function htmlToMailText(whole: string): Promise<string> {
     } else if (CELL.has(name) && !closing) out.raw(" ");
     else if (name === "a") {
       if (closing && href) out.raw(` <${href}>`);
-      href = closing ? "" : linkOf(inside);
+      href = closing ? "" : linkOf(html.slice(open + 1, close));
     }
   }
   const text = out.done();
-  return cut ? `${text}\n\n[This mail's HTML is ${whole.length} characters; only the first ${MAIL_HTML_LIMIT} were read.]` : text;
+  return cut
+    ? `${text}\n\n[This mail's HTML is ${whole.length} characters; only the first ${MAIL_HTML_LIMIT} were read.]`
+    : text;
 }
 
-/** The lower-case element name at the start of a tag's inside (`div class="x"` → `div`), or "" for `!doctype`. */
-function tagName(inside: string): string {
-  let end = 0;
-  while (end < inside.length && isNameCharacter(inside.charCodeAt(end))) end++;
-  return inside.slice(0, end).toLowerCase();
+/** The lower-case element name starting at `start` (`div class="x"` → `div`), or "" for `!doctype`. */
+function tagName(html: string, start: number, end: number): string {
+  let at = start;
+  while (at < end && isNameCharacter(html.charCodeAt(at))) at++;
+  return at - start > 10 ? "" : html.slice(start, at).toLowerCase();
 }
 
 /** Whether the character after a "<" can open a tag, a closing tag, a comment or a declaration. */
 function startsTag(code: number): boolean {
-  return (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 47 || code === 33 || code === 63;
+  return (
+    (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 47 || code === 33 || code === 63
+  );
 }
 
 function isNameCharacter(code: number): boolean {

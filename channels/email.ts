@@ -20,8 +20,14 @@ import { backoffDelay } from "./backoff.js";
 import type { ChannelDeps } from "./channel-deps.js";
 import { verifySender } from "./email-auth.js";
 import { parseMail, readMailBody } from "./email-body.js";
-import { ENVELOPE_FIELDS, MAX_REFERENCES, type MailEnvelope, readEnvelope, stripRe } from "./email-envelope.js";
 import type { EmailConfig } from "./email-entry.js";
+import {
+  ENVELOPE_FIELDS,
+  MAX_REFERENCES,
+  type MailEnvelope,
+  readEnvelope,
+  stripRe,
+} from "./email-envelope.js";
 import { renderMarkdown } from "./format/markdown.js";
 import { readOutboundFile, sendParts } from "./send-parts.js";
 import { StatusTracker } from "./status-tracker.js";
@@ -296,12 +302,12 @@ export class EmailChannel implements ChannelAdapter {
   private async handle(client: ImapFlow, uid: number, uidValidity: string): Promise<void> {
     const head = await client.fetchOne(
       String(uid),
-      { uid: true, size: true, envelope: true, headers: ENVELOPE_FIELDS },
+      { uid: true, size: true, headers: ENVELOPE_FIELDS },
       { uid: true },
     );
     const sink = this.sink;
     if (!head || !sink) return;
-    const envelope = readEnvelope(head);
+    const envelope = await readEnvelope(head.headers);
     if (!envelope.from || envelope.from === this.address || envelope.automatic) return;
     const sender = this.senderOf(envelope);
     const base = { envelope, sender, uid, uidValidity };
@@ -316,10 +322,14 @@ export class EmailChannel implements ChannelAdapter {
       return;
     }
     const fetched = await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true });
-    if (!fetched || !fetched.source) return;
-    const body = await readMailBody(fetched.source);
+    const source = fetched ? fetched.source : undefined;
+    if (!source) return;
+    const body = await readMailBody(source);
     if (!body.ok) {
-      this.deps.logger.info({ uid, reason: body.reason }, "mail could not be read: answered from its headers");
+      this.deps.logger.info(
+        { uid, reason: body.reason },
+        "mail could not be read: answered from its headers",
+      );
       const note = `(This mail could not be read: ${body.reason}. Only its headers were.)`;
       await this.deliver(sink, this.inboundOf({ ...base, body: note }), envelope);
       return;

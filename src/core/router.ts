@@ -26,9 +26,11 @@ import type {
   ButtonPress,
   ChannelAdapter,
   InboundMessage,
+  InboundSender,
   InboundSink,
   OutboundMessage,
   ReplyTarget,
+  ScreenVerdict,
 } from "./types.js";
 
 /** The settings a reload can change in a running router (`agent.maxConcurrentTurns` is not among them). */
@@ -201,6 +203,10 @@ export class Router implements InboundSink {
 
   buttonPressed(press: ButtonPress): Promise<void> {
     return this.intake.buttonPressed(press);
+  }
+
+  screen(sender: InboundSender): ScreenVerdict {
+    return this.intake.screen(sender);
   }
 
   /** Puts a message into the durable outbox and wakes delivery. */

@@ -183,3 +183,46 @@ export async function startDovecot(users: Record<string, string>): Promise<Dovec
     },
   };
 }
+
+/** A TCP relay in front of Dovecot that counts the bytes the server sent to its clients. */
+export interface ImapTap {
+  port: number;
+  /** Bytes Dovecot sent through the relay so far (every connection). */
+  readonly bytesToClient: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Relays 127.0.0.1:<port> to Dovecot and counts what the server sends: whether a mail's body was fetched shows
+ * in the count (an IMAP client can't be watched from outside any other way).
+ */
+export async function imapTap(dovecot: Dovecot): Promise<ImapTap> {
+  let bytes = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(dovecot.port, dovecot.host);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("close", () => sockets.delete(socket));
+      socket.on("error", () => undefined);
+    }
+    upstream.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    get bytesToClient() {
+      return bytes;
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

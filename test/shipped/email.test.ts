@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ALICE, BOT, DMARC_PASS, deliver, rawMail } from "../channels/email-mail.js";
+import {
+  ALICE,
+  BOT,
+  DMARC_PASS,
+  deliver,
+  deliverAll,
+  htmlTableMail,
+  manyAttachmentsMail,
+  rawMail,
+} from "../channels/email-mail.js";
 import { type Dovecot, hasDovecot, startDovecot } from "../fakes/dovecot.js";
 import { waitFor } from "../fakes/http-util.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
@@ -22,6 +31,8 @@ describe.runIf(hasDovecot())("shipped build: e-mail through Dovecot and SMTP", (
       config: {
         llm: { baseUrl: llm.url, apiKey: "sk-test", model: "test-model" },
         agent: { streaming: false },
+        // The event-loop watchdog logs any stall over a second: the hostile mail below must cause none.
+        http: { maxEventLoopBlockMs: 1000 },
         channels: {
           email: {
             address: BOT,
@@ -85,4 +96,37 @@ describe.runIf(hasDovecot())("shipped build: e-mail through Dovecot and SMTP", (
       "Marker seen.",
     ]);
   }, 90_000);
+
+  it("a stranger's 5.7 MB HTML table and the owner's 1,001-attachment mail: the loop keeps time, the owner's next mail is answered", async () => {
+    const stranger = "mallory@evil.test";
+    llm.script(reply.text("I could not read that one."), reply.text("Answered after both."));
+    const before = smtp.mails.length;
+    await deliverAll(
+      dovecot,
+      [
+        htmlTableMail({
+          from: stranger,
+          subject: "big table",
+          headers: ["Authentication-Results: mx.example.org; dmarc=pass header.from=evil.test"],
+          rows: 300_000,
+        }),
+        manyAttachmentsMail({ subject: "files", headers: [DMARC_PASS], count: 1_001 }),
+        rawMail({ subject: "Still there?", body: "after the big ones", headers: [DMARC_PASS] }),
+      ],
+      "bot",
+      PASSWORD,
+    );
+    await waitFor(() => smtp.mails.length >= before + 2, "both replies to the owner", 60_000);
+    expect((await fetch(`${bot.url}/healthz`)).status).toBe(200);
+    const replies = smtp.mails.slice(before);
+    expect(replies.map((mail) => [mail.to, mail.parsed.subject, mail.parsed.text?.trim()])).toEqual([
+      [[ALICE], "Re: files", "I could not read that one."],
+      [[ALICE], "Re: Still there?", "Answered after both."],
+    ]);
+    expect(bot.logsOf("event-loop-blocked")).toEqual([]);
+    const unreadable = JSON.stringify(llm.requests.at(-2));
+    expect(unreadable).toContain("could not be read");
+    expect(JSON.stringify(llm.requests)).not.toContain("big table");
+    llm.assertDone();
+  }, 120_000);
 });
