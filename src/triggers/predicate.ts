@@ -125,17 +125,21 @@ function nestedComprehension(node: unknown, inside: boolean): boolean {
   return nestedComprehension(ast.args, inside || isLoop);
 }
 
+/** The deepest an event's payload may nest for a predicate to read it. */
+const MAX_DEPTH = 1_000;
+
 /**
  * The event as CEL sees it: whole JSON numbers become CEL ints (bigint), so `event.payload.count + 1` works;
- * comparisons mix int and double freely (`22 > 30.0` is simply false). Undefined fields are left out.
+ * comparisons mix int and double freely (`22 > 30.0` is simply false). Undefined fields are left out. A payload
+ * nested deeper than MAX_DEPTH (a megabyte of `[[[…]]]`) is an evaluation error rather than a stack overflow.
  */
-function celValue(value: unknown): unknown {
+function celValue(value: unknown, depth = 0): unknown {
   if (typeof value === "number") return Number.isSafeInteger(value) ? BigInt(value) : value;
-  if (Array.isArray(value)) return value.map(celValue);
-  if (value && typeof value === "object") {
-    const result: Record<string, unknown> = {};
-    for (const [key, entry] of Object.entries(value)) if (entry !== undefined) result[key] = celValue(entry);
-    return result;
-  }
-  return value;
+  if (!value || typeof value !== "object") return value;
+  if (depth >= MAX_DEPTH) throw new Error(`the event nests deeper than ${MAX_DEPTH} levels`);
+  if (Array.isArray(value)) return value.map((entry) => celValue(entry, depth + 1));
+  const result: Record<string, unknown> = {};
+  for (const [key, entry] of Object.entries(value))
+    if (entry !== undefined) result[key] = celValue(entry, depth + 1);
+  return result;
 }

@@ -94,4 +94,12 @@ describe("trigger predicates (CEL)", () => {
       }
     }
   });
+
+  it("a payload nested a million levels deep is an evaluation error, not a stack overflow", () => {
+    let deep: unknown = "bottom";
+    for (let level = 0; level < 1_000_000; level++) deep = [deep];
+    const predicate = compilePredicate("event.payload.size() > 0");
+    expect(() => predicate(mqtt(deep))).toThrow(/nests deeper than 1000 levels/);
+    expect(predicate(mqtt([[["shallow"]]]))).toBe(true);
+  });
 });
