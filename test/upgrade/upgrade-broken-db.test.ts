@@ -174,4 +174,44 @@ export const damage990 = {
     await expectRolledBack(result.stdout, "0.8.0", aside, "Back after the kill");
     fixture.llm.assertDone();
   }, 240_000);
+  it("a step of the rollback fails too (the snapshot was overwritten): the rest still run, 0.1.0 starts on a new database and answers", async () => {
+    await fixture.releaseWithMigrations("0.9.0", [
+      {
+        file: "994-snapshot.ts",
+        exportName: "snapshot994",
+        source: `import { readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+export const snapshot994 = {
+  version: 994,
+  name: "spoil the snapshot",
+  up: (db: { name: string }) => {
+    const backups = path.join(path.dirname(db.name), "backups");
+    for (const name of readdirSync(backups))
+      if (name.startsWith("upgrade-")) writeFileSync(path.join(backups, name, "magpie.db"), "spoilt");
+    process.exit(1);
+  },
+};
+`,
+      },
+    ]);
+    fixture.llm.script(reply.text("Upgrade check answered by 0.1.0 on a new database"));
+    const result = await fixture.magpie(["upgrade", "--to", "v0.9.0"]);
+    expect(result.exitCode, `${result.stdout}\n${result.stderr}`).toBe(1);
+    keptAside(result.stdout, seen);
+    expect(result.stdout).toMatch(
+      /✗ Putting the snapshot's database back failed: .*is not a SQLite database/,
+    );
+    expect(result.stdout).toContain(
+      "Magpie 0.1.0 starts on a new, empty database; put the snapshot back by hand",
+    );
+    expect(result.stdout).toMatch(
+      /✗ Rolled back with problems: Magpie 0\.1\.0 runs \(pid \d+, .*\), but 1 step\(s\) failed \(above\)\./,
+    );
+    expect(result.stdout).toMatch(
+      /By hand: stop Magpie; ln -sfn .*; magpie restore .*upgrade-.*magpie\.db; start Magpie\./,
+    );
+    expect(fixture.instance().version).toBe("0.1.0");
+    await fixture.ownerSays("are you there at all?", "Yes, on a new database");
+    fixture.llm.assertDone();
+  }, 240_000);
 });

@@ -4,9 +4,11 @@ import type { CliCommand } from "../cli-env.js";
 
 const USAGE = `Usage: magpie upgrade [--to <version or git ref>]
   Upgrades a git-checkout install: snapshots the database, config and .env, installs the release beside this
-  one (git clone, npm ci, build), stops Magpie, switches the install link, starts the new release and waits for
-  /readyz and one synthetic turn through the console path. On any failure it puts the previous release and
-  database back, starts them and tells the owner. Run it as the user who owns the install (e.g. with sudo).
+  one (git clone; the installed node_modules when package-lock.json is unchanged, else npm ci; build), stops
+  Magpie, switches the install link, starts the new release and waits for /readyz and one synthetic turn through
+  the console path. On any failure it moves the failed release's database files aside (unopened), puts the
+  previous release and database back, starts them and tells the owner. Run it as the user who owns the install
+  (e.g. with sudo).
   --to <ref>   a version (0.2.0 or v0.2.0), tag, branch of origin or commit (default: the newest version tag,
                else origin's default branch)
   MAGPIE_UPGRADE_TIMEOUT=<seconds> in the environment: how long a release gets to come up, be ready and answer
