@@ -86,20 +86,30 @@ export async function readEnvelope(raw: Buffer | undefined): Promise<MailEnvelop
  * sender wrote, in one linear pass.
  */
 export function headerFields(raw: string, limit: number): Array<[string, string]> {
-  const fields: Array<[string, string]> = [];
-  for (const line of raw.split("\n")) {
-    const text = line.endsWith("\r") ? line.slice(0, -1) : line;
-    if (!text) continue;
+  const fields: Array<{ name: string; parts: string[]; length: number }> = [];
+  let at = 0;
+  while (at < raw.length) {
+    let end = raw.indexOf("\n", at);
+    if (end === -1) end = raw.length;
+    const line = raw.slice(at, raw[end - 1] === "\r" ? end - 1 : end);
+    at = end + 1;
+    if (!line) continue;
     const last = fields.at(-1);
-    if ((text.startsWith(" ") || text.startsWith("\t")) && last) {
-      if (last[1].length < limit) last[1] = `${last[1]} ${text.trim()}`.slice(0, limit);
+    if ((line.startsWith(" ") || line.startsWith("\t")) && last) {
+      // Parts are kept and joined once: growing one string per folded line would copy it every time.
+      if (last.length < limit) {
+        const part = line.trim();
+        last.parts.push(part);
+        last.length += part.length + 1;
+      }
       continue;
     }
-    const colon = text.indexOf(":");
+    const colon = line.indexOf(":");
     if (colon <= 0) continue;
-    fields.push([text.slice(0, colon).trim().toLowerCase(), text.slice(colon + 1, colon + 1 + limit).trim()]);
+    const value = line.slice(colon + 1, colon + 1 + limit).trim();
+    fields.push({ name: line.slice(0, colon).trim().toLowerCase(), parts: [value], length: value.length });
   }
-  return fields;
+  return fields.map(({ name, parts }) => [name, parts.join(" ").slice(0, limit)]);
 }
 
 /** The bare address and name of a From with exactly one mailbox. */

@@ -9,6 +9,7 @@ import type {
   ChannelCapabilities,
   ChannelStatus,
   InboundMessage,
+  InboundSender,
   InboundSink,
   OutboundMessage,
   ReplyTarget,
@@ -51,11 +52,19 @@ interface SyncEvent {
   state_key?: string;
 }
 
+/** A state event as an invite shows it (stripped: no id, no timestamp). */
+interface StrippedEvent {
+  sender?: string;
+  type?: string;
+  state_key?: string;
+  content?: Record<string, unknown>;
+}
+
 interface SyncResponse {
   next_batch: string;
   rooms?: {
     join?: Record<string, { timeline?: { events?: SyncEvent[] } }>;
-    invite?: Record<string, unknown>;
+    invite?: Record<string, { invite_state?: { events?: StrippedEvent[] } }>;
   };
 }
 
@@ -203,13 +212,8 @@ export class MatrixChannel implements ChannelAdapter {
   }
 
   private async handleSync(response: SyncResponse, initial: boolean): Promise<void> {
-    for (const roomId of Object.keys(response.rooms?.invite ?? {})) {
-      // Joining is what lets a stranger's DM reach access control (pairing); it answers nothing by itself.
-      await this.client
-        .joinRoom(roomId)
-        .catch((error) =>
-          this.deps.logger.warn({ channel: this.name, err: errorMessage(error) }, "matrix join failed"),
-        );
+    for (const [roomId, invite] of Object.entries(response.rooms?.invite ?? {})) {
+      await this.handleInvite(roomId, invite.invite_state?.events ?? []);
     }
     for (const [roomId, room] of Object.entries(response.rooms?.join ?? {})) {
       for (const event of room.timeline?.events ?? []) {
@@ -225,14 +229,55 @@ export class MatrixChannel implements ChannelAdapter {
     }
   }
 
+  /**
+   * Joins a room only when access control would let the inviter in: as an owner in a DM, in an allowed group,
+   * or as a stranger asking for a DM where pairing is how strangers get in (joining is what lets the pairing code
+   * reach them). Any other invite is left unanswered: a stranger can't pull the bot into rooms, encrypted or not.
+   */
+  private async handleInvite(roomId: string, state: StrippedEvent[]): Promise<void> {
+    const own = state.find(
+      (event) =>
+        event.type === "m.room.member" &&
+        event.state_key === this.userId &&
+        event.content?.membership === "invite",
+    );
+    const inviter = typeof own?.sender === "string" ? own.sender : "";
+    const sink = this.sink;
+    if (!inviter || !sink) return;
+    const sender = { channel: this.name, chatId: roomId, userId: inviter, userName: inviter };
+    const asDirect = this.screen({ ...sender, isDirect: true });
+    const asGroup = this.screen({ ...sender, isDirect: false });
+    const direct = own?.content?.is_direct === true;
+    if (asDirect !== "allowed" && asGroup !== "allowed" && !(direct && asDirect === "pairing")) {
+      this.deps.logger.info({ channel: this.name, roomId }, "matrix invite left unanswered: access control");
+      return;
+    }
+    // Joining is what lets a DM reach access control (pairing); it answers nothing by itself.
+    await this.client
+      .joinRoom(roomId)
+      .catch((error) =>
+        this.deps.logger.warn({ channel: this.name, err: errorMessage(error) }, "matrix join failed"),
+      );
+  }
+
+  /** Access control's verdict on a sender before anything of the event is read (every sender, without a screen). */
+  private screen(sender: InboundSender): "allowed" | "pairing" | "refused" {
+    return this.sink?.screen?.(sender) ?? "allowed";
+  }
+
+  /**
+   * One timeline event. Its sender is judged first, by the envelope (room, sender, DM or group): a sender access
+   * control would not let in gets nothing of the event read — no encryption notice, no replied-to event fetched,
+   * no body — and is handed on with an empty text, so access control answers (a pairing code or nothing).
+   */
   private async handleEvent(roomId: string, event: SyncEvent): Promise<void> {
     const sink = this.sink!;
-    if (event.type === "m.room.encrypted") return this.noticeEncryption(roomId);
     const relation = event.content["m.relates_to"] as Relation | undefined;
     if (event.type === "m.reaction") {
       if (relation?.rel_type !== "m.annotation" || !relation.event_id || !relation.key) return;
       const buttonId = this.buttons.get(`${relation.event_id}|${relation.key}`);
       if (!buttonId) return;
+      // Access control judges the press (Intake.buttonPressed → allowsPress).
       await sink.buttonPressed({
         channel: this.name,
         chatId: roomId,
@@ -244,11 +289,31 @@ export class MatrixChannel implements ChannelAdapter {
       });
       return;
     }
-    if (event.type !== "m.room.message") return;
+    const encrypted = event.type === "m.room.encrypted";
+    if (!encrypted && event.type !== "m.room.message") return;
     // m.notice is what bots send; answering it would let two bots talk forever (the spec asks not to).
     if (event.content.msgtype === "m.notice") return;
     // An edit of an earlier message is not a new message.
     if (relation?.rel_type === "m.replace") return;
+    const sender: InboundSender = {
+      channel: this.name,
+      chatId: roomId,
+      userId: event.sender,
+      userName: event.sender,
+      isDirect: await this.isDirect(roomId),
+    };
+    if (this.screen(sender) !== "allowed") {
+      await sink.message({
+        ...sender,
+        messageId: event.event_id,
+        text: "",
+        mentionsBot: true,
+        attachments: [],
+        receivedAt: event.origin_server_ts ?? Date.now(),
+      });
+      return;
+    }
+    if (encrypted) return this.noticeEncryption(roomId);
     await sink.message(await this.normalize(roomId, event, relation));
   }
 

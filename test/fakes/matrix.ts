@@ -34,6 +34,8 @@ interface Room {
   members: string[];
   encrypted: boolean;
   invitedBot: boolean;
+  /** The invite as the bot sees it: a DM (`is_direct`) or not, and the timeline position it happened at. */
+  invite?: { direct: boolean; at: number };
 }
 
 interface ScriptedFailure {
@@ -93,14 +95,30 @@ export class FakeMatrix {
     });
   }
 
-  /** Invites the bot to a new room (it shows up under `rooms.invite` until the bot joins). */
-  invite(roomId: string, from: string): void {
-    this.rooms.set(roomId, { members: [from], encrypted: false, invitedBot: true });
-    this.wake();
+  /**
+   * Invites the bot to a new room: it shows up under `rooms.invite` in the next sync (and in a first sync) until
+   * the bot joins, as a homeserver does — not again in every later sync.
+   */
+  invite(roomId: string, from: string, options: { encrypted?: boolean; direct?: boolean } = {}): void {
+    const direct = options.direct ?? true;
+    this.rooms.set(roomId, {
+      members: [from],
+      encrypted: options.encrypted ?? false,
+      invitedBot: true,
+      invite: { direct, at: this.timeline.length },
+    });
+    // The invite moves the sync token on, as on a real server.
+    this.push(roomId, from, "m.room.member", { membership: "invite", is_direct: direct }, MATRIX_BOT);
   }
 
   /** Appends an event to a room's timeline and wakes a waiting /sync; returns its event id. */
-  push(roomId: string, sender: string, type: string, content: Record<string, unknown>): string {
+  push(
+    roomId: string,
+    sender: string,
+    type: string,
+    content: Record<string, unknown>,
+    stateKey?: string,
+  ): string {
     const event: MatrixEvent = {
       event_id: `$ev${this.nextEvent++}`,
       room_id: roomId,
@@ -108,6 +126,7 @@ export class FakeMatrix {
       type,
       content,
       origin_server_ts: Date.now(),
+      ...(stateKey !== undefined ? { state_key: stateKey } : {}),
     };
     this.timeline.push(event);
     this.wake();
@@ -241,17 +260,27 @@ export class FakeMatrix {
     const invites = (): Record<string, unknown> =>
       Object.fromEntries(
         [...this.rooms.entries()]
-          .filter(([, room]) => room.invitedBot)
+          .filter(([, room]) => room.invitedBot && (Number.isNaN(since) || (room.invite?.at ?? 0) >= since))
           .map(([roomId, room]) => [
             roomId,
             {
               invite_state: {
                 events: [
+                  ...(room.encrypted
+                    ? [
+                        {
+                          type: "m.room.encryption",
+                          state_key: "",
+                          sender: room.members[0],
+                          content: { algorithm: "m.megolm.v1.aes-sha2" },
+                        },
+                      ]
+                    : []),
                   {
                     type: "m.room.member",
                     state_key: MATRIX_BOT,
                     sender: room.members[0],
-                    content: { membership: "invite", is_direct: true },
+                    content: { membership: "invite", is_direct: room.invite?.direct ?? true },
                   },
                 ],
               },

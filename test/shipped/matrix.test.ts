@@ -88,4 +88,25 @@ describe("shipped build: Matrix", () => {
         .filter((event) => event.sender === MATRIX_BOT && event.room_id === "!secret:fake.test"),
     ).toHaveLength(1);
   });
+
+  it("a stranger who invites the bot to 9 encrypted DMs gets one pairing code between them and no notice", async () => {
+    const eve = "@eve:fake.test";
+    const rooms = Array.from({ length: 9 }, (_, index) => `!eve${index}:fake.test`);
+    for (const roomId of rooms) matrix.invite(roomId, eve, { encrypted: true });
+    matrix.invite("!eve-group:fake.test", eve, { encrypted: true, direct: false });
+    const joined = (roomId: string) => matrix.calls.some((call) => call.path === `/join/${roomId}`);
+    await waitFor(() => rooms.every(joined), "the DMs joined (pairing needs them)", 20_000);
+    for (const roomId of rooms) {
+      matrix.push(roomId, eve, "m.room.encrypted", { algorithm: "m.megolm.v1.aes-sha2", ciphertext: "z" });
+    }
+    llm.script(reply.text("Marker answered."));
+    matrix.pushText(DM, OWNER, "marker");
+    await waitFor(() => texts(DM).includes("Marker answered."), "the marker's answer", 20_000);
+    const sent = rooms.flatMap(texts);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/[A-HJ-NP-Z2-9]{8}/);
+    expect(sent[0]).not.toMatch(/encrypt/i);
+    expect(joined("!eve-group:fake.test")).toBe(false);
+    llm.assertDone();
+  });
 });
