@@ -10,6 +10,9 @@
  *   // regex-input-bounded: <why the text it runs on is short>    a flagged literal kept as it is
  *   // regex-dynamic: <why the built pattern stays linear>        `new RegExp(variable)`
  *
+ * A pattern that comes from outside (a user's, the model's, a config's) is not built with `new RegExp` at all:
+ * src/security/re2-pattern.ts compiles it for RE2, linear in the text whatever the pattern.
+ *
  * A reason is required after the colon. Results are cached per pattern in node_modules/.cache (recheck takes up
  * to seconds per pattern; a pattern it can't decide within the time limit is reported, not cached, and doesn't
  * fail the step).

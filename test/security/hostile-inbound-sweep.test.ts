@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,12 +14,13 @@ import { MAX_MQTT_PAYLOAD } from "../../src/triggers/mqtt-hub.js";
 import { MAX_WEBHOOK_BODY, signWebhook } from "../../src/triggers/webhook-handler.js";
 import { DISCORD_DM_CHANNEL_ID, FakeDiscord } from "../fakes/discord.js";
 import { waitFor } from "../fakes/http-util.js";
-import { reply } from "../fakes/openai.js";
+import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
 import { FakeSlack, slackSignature } from "../fakes/slack.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 import { hostileInputs, MB } from "../helpers/hostile-inputs.js";
 import { hasPrograms } from "../helpers/requires.js";
+import { runShippedCli, ShippedBot } from "../shipped/shipped-bot.js";
 import { hasMosquitto, type Mosquitto, startMosquitto } from "../triggers/mosquitto.js";
 
 /**
@@ -438,5 +439,115 @@ describe("hostile inbound sweep: trigger sources", () => {
     expect(countsOf("door").errors + countsOf("tick").errors).toBe(0);
     expect(maxLag.ms, `the loop held during ${maxLag.name}`).toBeLessThan(LAG_BOUND_MS);
     await stillAnswers();
+  });
+});
+
+/**
+ * The issue's report through the built CLI: a config trigger whose `when` uses `matches('^(a+)+$')` — cel-js's
+ * own backtracking took 26 s on 31 characters, and each one more doubles it — gets a webhook with 34 characters
+ * and then a 1 MB body of a's: /healthz stays 200 throughout, the watchdog (1 s) never fires, the bot answers.
+ * And `config check` names a pattern RE2 can't run.
+ */
+describe("hostile inbound sweep: the built CLI", () => {
+  const OWNER = 601;
+  const SECRET = "shipped-sweep-secret-0123456789ab";
+  let telegram: FakeTelegram;
+  let llm: OpenAiFake;
+  let bot: ShippedBot;
+
+  beforeAll(async () => {
+    telegram = await new FakeTelegram().start();
+    llm = await startOpenAiFake();
+    bot = await ShippedBot.start({
+      config: {
+        llm: { baseUrl: llm.url, apiKey: "sk-test", model: "test-model" },
+        agent: { streaming: false },
+        http: { maxEventLoopBlockMs: 1000 },
+        channels: {
+          telegram: {
+            token: telegram.validToken,
+            apiRoot: telegram.apiRoot,
+            pacing: false,
+            allowFrom: [OWNER],
+          },
+        },
+        triggers: {
+          nested: {
+            on: { webhook: { secret: SECRET } },
+            when: "event.payload.text.matches('^(a+)+$')",
+            do: { message: "all a's: {{event.payload.size}}" },
+            deliver: { channel: "telegram", chat_id: OWNER },
+          },
+        },
+      },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await bot?.dispose();
+    await Promise.all([llm?.close(), telegram?.close()]);
+  });
+
+  const healthz = async () => (await fetch(`${bot.url}/healthz`)).status;
+  const sentTexts = () => telegram.callsOf("sendMessage").map((call) => String(call.body.text));
+  const post = (body: string) => {
+    const timestamp = Math.floor(Date.now() / 1000);
+    return fetch(`${bot.url}/hooks/nested`, {
+      method: "POST",
+      headers: {
+        "x-magpie-timestamp": String(timestamp),
+        "x-magpie-signature": signWebhook(SECRET, timestamp, body),
+      },
+      body,
+    });
+  };
+
+  it("matches('^(a+)+$') on 34 characters and on 1 MB: RE2's answer at once, /healthz 200, the bot answers", async () => {
+    for (const text of [`${"a".repeat(33)}!`, `${"a".repeat(MAX_WEBHOOK_BODY - 64)}!`, "aaaa"]) {
+      const started = Date.now();
+      expect((await post(JSON.stringify({ text, size: text.length }))).status).toBe(202);
+      expect(await healthz()).toBe(200);
+      expect(Date.now() - started).toBeLessThan(LAG_BOUND_MS * 5);
+    }
+    // Only the last body is all a's: the trigger fired once, the two hostile ones were filtered.
+    await waitFor(() => sentTexts().includes("all a's: 4"), "the trigger's message", 15_000);
+    llm.script(reply.text("still answering"));
+    telegram.pushMessage({ chat: { id: OWNER, type: "private" }, from: { id: OWNER }, text: "there?" });
+    await waitFor(() => sentTexts().includes("still answering"), "the answer", 20_000);
+    expect(sentTexts().filter((text) => text.startsWith("all a's"))).toEqual(["all a's: 4"]);
+    expect(await healthz()).toBe(200);
+    expect(bot.logsOf("event-loop-blocked")).toEqual([]);
+    llm.assertDone();
+  }, 60_000);
+
+  it("config check names triggers.<name>.when for a pattern RE2 can't run or one taken from the event", async () => {
+    const config = (when: string) =>
+      JSON.stringify({
+        dataDir: path.join(bot.dir, "check-data"),
+        http: { host: "127.0.0.1", port: 0 },
+        triggers: {
+          hot: {
+            on: { webhook: { secret: "w".repeat(32) } },
+            when,
+            do: { message: "x" },
+            deliver: { channel: "console", chat_id: "local" },
+          },
+        },
+      });
+    const env = { PATH: process.env.PATH ?? "", HOME: bot.dir };
+    writeFileSync(path.join(bot.dir, "backref.yaml"), config("event.payload.matches(r'(a)\\1')"));
+    writeFileSync(path.join(bot.dir, "dynamic.yaml"), config("event.payload.a.matches(event.payload.b)"));
+    const backref = await runShippedCli(["config", "check", "--config", "backref.yaml"], {
+      cwd: bot.dir,
+      env,
+    });
+    expect(backref.code).toBe(1);
+    expect(backref.stderr).toMatch(/triggers\.hot\.when: .*backreferences/);
+    const dynamic = await runShippedCli(["config", "check", "--config", "dynamic.yaml"], {
+      cwd: bot.dir,
+      env,
+    });
+    expect(dynamic.code).toBe(1);
+    expect(dynamic.stderr).toMatch(/triggers\.hot\.when: matches\(\) takes its pattern as a string literal/);
   });
 });

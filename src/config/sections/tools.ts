@@ -8,7 +8,8 @@ const re2PatternSchema = z
   .min(1)
   .superRefine((pattern, context) => {
     const compiled = re2Pattern(pattern);
-    if (typeof compiled === "string") context.addIssue({ code: "custom", message: compiled });
+    if (typeof compiled === "string")
+      context.addIssue({ code: "custom", message: `not a valid regular expression: ${compiled}` });
   });
 
 export const toolsSchema = z
