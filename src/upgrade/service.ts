@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import { constants } from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { type InstanceInfo, readInstance } from "../cli/instance.js";
@@ -134,7 +135,10 @@ function detachedControl(context: ProcessContext): ServiceControl {
         closeSync(log);
       }
       const exited = new Promise<number | null>((resolve) => {
-        child.once("exit", (code, signal) => resolve(code ?? (signal ? 128 : null)));
+        // Killed by a signal: 128 + its number, as a shell reports it (SIGKILL: 137).
+        child.once("exit", (code, signal) =>
+          resolve(code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : null)),
+        );
         child.once("error", () => resolve(null));
       });
       child.unref();
