@@ -27,6 +27,19 @@ export const WEB_USER_ID = "dashboard";
 /** The chat's transcript is kept in `kv` under this prefix, the newest `TRANSCRIPT_LIMIT` lines. */
 export const TRANSCRIPT_KEY_PREFIX = "web:transcript:";
 const TRANSCRIPT_LIMIT = 200;
+/**
+ * What one line of the transcript shows: the full text stays in the session's history and the inbox. Without a
+ * cap a 1 MB message made every later message re-read and re-write megabytes (200 of them: seconds a message).
+ */
+const LINE_CHARS = 20_000;
+/** The whole transcript stays under this many characters: the oldest lines go first. */
+const TRANSCRIPT_CHARS = 1_000_000;
+
+/** A line's text cut to what the transcript shows, saying how much was left out. */
+function shownText(text: string): string {
+  if (text.length <= LINE_CHARS) return text;
+  return `${text.slice(0, LINE_CHARS)}\n… (${(text.length - LINE_CHARS).toLocaleString("en")} more characters, kept in the session's history)`;
+}
 
 /**
  * Webchat: the dashboard's chat with Magpie, a channel like the others. Messages come in only through
@@ -46,6 +59,8 @@ export class WebChannel implements ChannelAdapter {
   private sink: InboundSink | null = null;
   private state: ChannelStatus = { state: "starting", since: Date.now() };
   private counter = 0;
+  /** The transcripts read or written by this process, so a message doesn't re-parse the stored JSON. */
+  private readonly cache = new Map<string, WebChatEntry[]>();
 
   constructor(
     private readonly kv: KvRepository,
@@ -127,15 +142,19 @@ export class WebChannel implements ChannelAdapter {
     const entries = this.transcript(target.chatId);
     const entry = entries.find((candidate) => candidate.id === messageId);
     if (!entry) return;
-    entry.text = message.text;
+    entry.text = shownText(message.text);
     if (message.buttons) entry.buttons = message.buttons;
     else delete entry.buttons;
-    this.kv.set(TRANSCRIPT_KEY_PREFIX + target.chatId, entries);
+    this.save(target.chatId, entries);
   }
 
   /** The chat's lines, oldest first. */
   transcript(chatId = WEB_CHAT_ID): WebChatEntry[] {
-    return this.kv.get<WebChatEntry[]>(TRANSCRIPT_KEY_PREFIX + chatId) ?? [];
+    const cached = this.cache.get(chatId);
+    if (cached) return cached.map((entry) => ({ ...entry }));
+    const stored = this.kv.get<WebChatEntry[]>(TRANSCRIPT_KEY_PREFIX + chatId) ?? [];
+    this.cache.set(chatId, stored);
+    return stored.map((entry) => ({ ...entry }));
   }
 
   status(): ChannelStatus {
@@ -148,7 +167,18 @@ export class WebChannel implements ChannelAdapter {
   }
 
   private append(chatId: string, entry: WebChatEntry): void {
-    const entries = [...this.transcript(chatId), entry].slice(-TRANSCRIPT_LIMIT);
-    this.kv.set(TRANSCRIPT_KEY_PREFIX + chatId, entries);
+    this.save(chatId, [...this.transcript(chatId), { ...entry, text: shownText(entry.text) }]);
+  }
+
+  /** Keeps the newest lines within both limits, in the database and in the cache. */
+  private save(chatId: string, entries: WebChatEntry[]): void {
+    let kept = entries.slice(-TRANSCRIPT_LIMIT);
+    let chars = kept.reduce((sum, line) => sum + line.text.length, 0);
+    while (chars > TRANSCRIPT_CHARS && kept.length > 1) {
+      chars -= kept[0]!.text.length;
+      kept = kept.slice(1);
+    }
+    this.kv.set(TRANSCRIPT_KEY_PREFIX + chatId, kept);
+    this.cache.set(chatId, kept);
   }
 }
