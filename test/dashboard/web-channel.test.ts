@@ -68,6 +68,21 @@ describe("web channel", () => {
     expect(again.transcript().map((entry) => entry.text)).toEqual(["remember me", "I will"]);
   });
 
+  it("a 1 MB message reaches the sink whole; its transcript line is cut, and the stored transcript stays bounded", async () => {
+    const big = "x".repeat(1_000_000);
+    for (let index = 0; index < 60; index += 1) {
+      await channel.receive(big, `${ID.slice(0, -2)}${String(index).padStart(2, "0")}`);
+    }
+    expect(sink.messages[0]!.text.length).toBe(1_000_000);
+    const lines = new WebChannel(store.kv).transcript();
+    expect(lines.at(-1)!.text).toMatch(
+      /^x{20000}\n… \(980,000 more characters, kept in the session's history\)$/,
+    );
+    const stored = lines.reduce((sum, line) => sum + line.text.length, 0);
+    expect(stored).toBeLessThanOrEqual(1_000_000);
+    expect(lines.length).toBeGreaterThan(40);
+  });
+
   it("presses reach the sink as the dashboard user's", async () => {
     await channel.press("approve:abc");
     expect(sink.presses[0]).toMatchObject({ channel: "web", userId: "dashboard", buttonId: "approve:abc" });
