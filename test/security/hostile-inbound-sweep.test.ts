@@ -238,7 +238,11 @@ describe("hostile inbound sweep: trigger sources", () => {
       config: {
         ...(broker ? { mqtt: { url: broker.url } } : {}),
         hardware: {
-          boards: [{ name: "pi", type: "rpi-gpio" }],
+          // A serial trigger reads a configured board's port only (one guard per resource).
+          boards: [
+            { name: "pi", type: "rpi-gpio" },
+            ...(serial ? [{ name: "sweep-board", type: "arduino-uno" as const, port: magpieEnd }] : []),
+          ],
           pins: { door: { line: 17, direction: "in", edge: "both" } },
         },
         triggers: {
