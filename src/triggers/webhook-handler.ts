@@ -167,9 +167,33 @@ function readCapped(request: IncomingMessage, limit: number): Promise<Buffer | n
 /** JSON when the body is JSON, else its text. */
 export function parseBody(body: Buffer | string): unknown {
   const text = typeof body === "string" ? body : body.toString("utf8");
+  // V8's JSON.parse spends ~1 s failing on 1 MB of `[`: a body nested past any real payload's depth is text.
+  if (nestingDeeperThan(text, MAX_JSON_DEPTH)) return text;
   try {
     return JSON.parse(text) as unknown;
   } catch {
     return text;
   }
+}
+
+/** Deeper than any real event payload; predicates over it would overflow anyway. */
+const MAX_JSON_DEPTH = 1_000;
+
+/** True when brackets outside JSON strings nest deeper than `limit` — one linear pass, no allocation. */
+function nestingDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (inString) {
+      if (code === 0x5c)
+        index += 1; // backslash: the next character is escaped
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) inString = true;
+    else if (code === 0x5b || code === 0x7b) {
+      depth += 1;
+      if (depth > limit) return true;
+    } else if (code === 0x5d || code === 0x7d) depth -= 1;
+  }
+  return false;
 }
