@@ -28,7 +28,8 @@ async function setup() {
 /** Opens the port for `owner` and consumes the simulator's boot line (a real sketch prints one too). */
 async function openBooted(manager: SerialManager, port: string, owner: string) {
   await manager.open(port, { baud: 115200, lineEnding: "lf", owner });
-  expect(await manager.read(port, owner, 2000)).toBe("# magpie-sim booted");
+  // The simulator is a child process just started: on a loaded CI box its first line can take seconds.
+  expect(await manager.read(port, owner, 8000)).toBe("# magpie-sim booted");
 }
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
