@@ -9,7 +9,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
-import { revealInvisible } from "../src/security/reveal-invisible.js";
+import { revealInvisible } from "../src/lib/reveal-invisible.js";
 import { renderForTerminal, type TerminalStyle } from "./format/terminal.js";
 
 export interface ConsoleChannelOptions {

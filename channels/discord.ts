@@ -13,7 +13,7 @@ import {
   RateLimitError,
   Routes,
 } from "discord.js";
-import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import type {
   Attachment,
   AttachmentKind,

@@ -1,4 +1,4 @@
-import { ChannelSendError } from "../src/core/errors.js";
+import { ChannelSendError } from "../src/lib/errors.js";
 
 /**
  * Runs the edit that finalizes a streamed draft; null when the draft cannot be edited any more (deleted,

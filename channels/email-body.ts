@@ -1,5 +1,5 @@
 import { type ParsedMail, simpleParser } from "mailparser";
-import { errorMessage } from "../src/core/errors.js";
+import { errorMessage } from "../src/lib/errors.js";
 import { htmlToMailText } from "./email-html.js";
 
 /**

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { channelAccessKeys } from "../src/config/sections/channel-access.js";
-import { errorMessage } from "../src/core/errors.js";
+import { errorMessage } from "../src/lib/errors.js";
 import { defineChannel } from "./channel-entry.js";
 
 const MB = 1024 * 1024;

@@ -1,6 +1,6 @@
 import { ImapFlow } from "imapflow";
 import nodemailer, { type Transporter } from "nodemailer";
-import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import type {
   Attachment,
   AttachmentKind,

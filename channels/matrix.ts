@@ -1,6 +1,6 @@
 import { createClient, type MatrixClient, MatrixError, Method } from "matrix-js-sdk";
 import type { Logger as SdkLogger } from "matrix-js-sdk/lib/logger.js";
-import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import type {
   Attachment,
   AttachmentKind,

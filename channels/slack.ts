@@ -1,6 +1,6 @@
 import { App, HTTPReceiver, LogLevel, type types } from "@slack/bolt";
 import { z } from "zod";
-import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import type {
   Attachment,
   AttachmentKind,

@@ -8,7 +8,7 @@ import {
   webhookCallback,
 } from "grammy";
 import type { Message, MessageEntity } from "grammy/types";
-import { ChannelSendError, errorMessage, MagpieError } from "../src/core/errors.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import type {
   Attachment,
   ChannelAdapter,

@@ -1,3 +1,4 @@
+import { CHANNEL_ENTRIES } from "../../channels/catalog.js";
 import { ChannelAccessControl } from "../security/access-control.js";
 import { Authority } from "../security/authority.js";
 import { pairCommand } from "../security/pair-command.js";
@@ -14,7 +15,14 @@ export const accessFeature: MagpieFeature = {
     app.setAccessControl(access);
     app.setAuthority(authority);
     app.services.authority = authority;
-    app.commands.register(pairCommand({ pairing, access, messenger: app.messenger }));
+    app.commands.register(
+      pairCommand({
+        pairing,
+        access,
+        messenger: app.messenger,
+        pairable: CHANNEL_ENTRIES.filter((entry) => entry.pairing).map((entry) => entry.name),
+      }),
+    );
     app.services.pairing = pairing;
     // The attachment_save tool downloads through the adapter a message came from.
     app.services.channels = app.channels;

@@ -18,7 +18,7 @@ import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
 import type { HttpHandler, HttpRoutes } from "../http/routes.js";
 import type { HttpApp } from "../http/server.js";
 import type { ChatModel } from "../llm/types.js";
-import type { Redactor } from "../security/redact.js";
+import type { Redactor } from "../log/redact.js";
 import type { Store } from "../store/index.js";
 import type { ToolServices } from "../tools/context.js";
 import type { ToolRegistry } from "../tools/registry.js";

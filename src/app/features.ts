@@ -1,4 +1,4 @@
-import { voiceFeature } from "../voice/voice-feature.js";
+import { voiceFeature } from "./voice-feature.js";
 import { accessFeature } from "./access-feature.js";
 import { browserFeature } from "./browser-feature.js";
 import { dashboardFeature } from "./dashboard-feature.js";

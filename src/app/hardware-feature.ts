@@ -1,4 +1,4 @@
-import { ConfigError } from "../core/errors.js";
+import { ConfigError } from "../lib/errors.js";
 import type { HardwarePorts } from "../hardware/hardware-service.js";
 import { createPushoverNotifier } from "../notify/pushover.js";
 import type { MagpieFeature } from "./feature.js";

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { loadConfig } from "../config/load.js";
-import { createRedactor, type Redactor } from "../security/redact.js";
+import { createRedactor, type Redactor } from "../log/redact.js";
 import { checkTriggerPredicates } from "../triggers/check-predicates.js";
 import type { MagpieApp } from "./app.js";
 import { ownerAlerter } from "./owner-alert.js";

@@ -1,5 +1,5 @@
 import type { MagpieConfig } from "../config/schema.js";
-import { ConfigError } from "../core/errors.js";
+import { ConfigError } from "../lib/errors.js";
 import type { MessagingService } from "../core/messenger.js";
 import { createPhoneNotifier } from "../notify/phone.js";
 import { specOfConfigJob } from "../scheduler/config-jobs.js";

@@ -1,4 +1,4 @@
-import { ConfigError } from "../core/errors.js";
+import { ConfigError } from "../lib/errors.js";
 import { createPhoneNotifier } from "../notify/phone.js";
 import { SeenSignatures } from "../triggers/seen-signatures.js";
 import type { TriggerDefinition } from "../triggers/trigger.js";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import v8 from "node:v8";
 import type { MagpieConfig } from "../config/schema.js";
-import { ConfigError } from "../core/errors.js";
+import { ConfigError } from "../lib/errors.js";
 import type { CliCommand, CliEnv } from "./cli-env.js";
 import { terminalOutput } from "./terminal-output.js";
 

@@ -2,9 +2,9 @@ import { enabledChatChannels } from "../../channels/index.js";
 import { MagpieApp } from "../app/app.js";
 import { listenForReloads } from "../app/reload-process.js";
 import { createLogger } from "../log/logger.js";
-import { createRedactor } from "../security/redact.js";
+import { createRedactor } from "../log/redact.js";
 import type { CliEnv } from "./cli-env.js";
-import { recordInstance } from "./instance.js";
+import { recordInstance } from "../upgrade/instance.js";
 
 const FORCE_EXIT_MS = 10_000;
 

@@ -1,4 +1,4 @@
-import { revealInvisible } from "../security/reveal-invisible.js";
+import { revealInvisible } from "../lib/reveal-invisible.js";
 
 /** Where a CLI command writes text: its stdout or stderr. */
 export interface TextOutput {
@@ -8,7 +8,7 @@ export interface TextOutput {
 /**
  * The one way the CLI's human output reaches a terminal: every write shows control characters (C0 but newline
  * and tab, DEL, C1 such as U+009B, the 8-bit CSI), invisible and bidirectional characters as `⟦U+XXXX⟧`, as the
- * approval prompts do (src/security/reveal-invisible.ts). A stranger's display name, a guest's message or a tool
+ * approval prompts do (src/lib/reveal-invisible.ts). A stranger's display name, a guest's message or a tool
  * name the model made up then can't write the owner's clipboard (OSC 52), clear the screen, move the cursor or
  * hide text behind backspaces and carriage returns.
  */

@@ -3,7 +3,7 @@ import path from "node:path";
 import { parse as parseDotenv } from "dotenv";
 import { parseDocument } from "yaml";
 import { CHANNEL_ENTRIES, sectionOf } from "../../channels/catalog.js";
-import { ConfigError } from "../core/errors.js";
+import { ConfigError } from "../lib/errors.js";
 import { ENV_FALLBACKS } from "./env.js";
 import { formatConfigIssues, formatKeyPath } from "./errors.js";
 import { configSchema, type MagpieConfig } from "./schema.js";

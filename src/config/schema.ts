@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { voiceSchema } from "../voice/voice-config.js";
+import { voiceSchema } from "./sections/voice.js";
 import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents.js";
 import { browserSchema, composioSchema, screenshotSchema } from "./sections/browser.js";
 import { channelsSchema } from "./sections/channels.js";

@@ -5,7 +5,7 @@ import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
 import type { AgentDirectory } from "./agents.js";
 import type { Clock } from "./clock.js";
-import { errorMessage } from "./errors.js";
+import { errorMessage } from "../lib/errors.js";
 import { type EventPublisher, type MessageOutcome, NO_EVENTS } from "./events.js";
 import type { AgentHooks, AnsweredTurn } from "./hooks.js";
 import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";

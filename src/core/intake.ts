@@ -4,7 +4,7 @@ import type { OutboxOrigin } from "../store/outbox.js";
 import type { AccessControl } from "./access.js";
 import type { Clock } from "./clock.js";
 import { type CommandRegistry, parseCommand } from "./commands.js";
-import { errorMessage } from "./errors.js";
+import { errorMessage } from "../lib/errors.js";
 import { type EventPublisher, NO_EVENTS } from "./events.js";
 import type { AuthorityPort, SenderIdentity } from "./identity.js";
 import { cutLongInbound } from "./inbound-size.js";

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { InboxRepository } from "../store/inbox.js";
 import type { OutboxItem, OutboxRepository } from "../store/outbox.js";
 import type { Clock } from "./clock.js";
-import { ChannelSendError, errorMessage } from "./errors.js";
+import { ChannelSendError, errorMessage } from "../lib/errors.js";
 import { type EventPublisher, NO_EVENTS } from "./events.js";
 import type { ChannelAdapter } from "./types.js";
 

@@ -5,7 +5,7 @@ import type { AgentDirectory } from "./agents.js";
 import type { SessionNote } from "./chat-turns.js";
 import type { Clock } from "./clock.js";
 import type { DelegationResult } from "./delegation.js";
-import { errorMessage } from "./errors.js";
+import { errorMessage } from "../lib/errors.js";
 import { sessionKeyOf } from "./session-key.js";
 import type { ToolCallContext, ToolCaller } from "./tool-runtime.js";
 import type { TurnEngine, TurnResult } from "./turn-engine.js";

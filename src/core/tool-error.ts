@@ -1,4 +1,4 @@
-import { MagpieError } from "./errors.js";
+import { MagpieError } from "../lib/errors.js";
 
 /**
  * A failure the model can act on. `code` is a rule ID for guard refusals (`file.system_path_read`,

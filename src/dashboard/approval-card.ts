@@ -2,7 +2,7 @@ import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { HttpApp } from "../http/server.js";
 import type { ApprovalRecord } from "../security/approval-store.js";
-import { revealInvisible } from "../security/reveal-invisible.js";
+import { revealInvisible } from "../lib/reveal-invisible.js";
 import type { Db } from "../store/index.js";
 import type { PageBody } from "./layout.js";
 import { dashboardTimes } from "./time-format.js";

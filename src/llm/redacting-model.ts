@@ -1,6 +1,6 @@
 import type { ChatModel, CompletionRequest, RequestMessage } from "./types.js";
 
-/** The one method of the Redactor this needs (src/security/redact.ts). */
+/** The one method of the Redactor this needs (src/log/redact.ts). */
 interface TextRedactor {
   redact(text: string): string;
 }

@@ -5,7 +5,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { McpServerConfig } from "../config/sections/mcp.js";
-import { errorMessage } from "../core/errors.js";
+import { errorMessage } from "../lib/errors.js";
 import { ToolError } from "../tools/define-tool.js";
 import type { McpServerState } from "./mcp-status.js";
 

@@ -1,6 +1,6 @@
 import type OpenAI from "openai";
 import { z } from "zod";
-import { MagpieError } from "../core/errors.js";
+import { MagpieError } from "../lib/errors.js";
 import type { LlmUsage } from "../core/spend.js";
 import { estimateTokens } from "../llm/tokens.js";
 import { normalize } from "./vector-math.js";

@@ -1,4 +1,4 @@
-import { MagpieError } from "../core/errors.js";
+import { MagpieError } from "../lib/errors.js";
 import type { Role } from "../core/identity.js";
 
 /**

@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { MagpieError } from "../core/errors.js";
+import { MagpieError } from "../lib/errors.js";
 
 /** A phone notification as Pushover takes it. Priority 2 (emergency) repeats every `retry` s until `expire` s. */
 export interface PushoverMessage {

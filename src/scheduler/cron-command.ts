@@ -1,5 +1,5 @@
 import type { SlashCommand } from "../core/commands.js";
-import { errorMessage } from "../core/errors.js";
+import { errorMessage } from "../lib/errors.js";
 import { cronProblem } from "./cron-expression.js";
 import { formatJobList, formatRuns } from "./format-text.js";
 import type { JobSpec } from "./job.js";

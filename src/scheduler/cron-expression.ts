@@ -9,7 +9,7 @@ import {
   shiftedOutOfGap,
   type WallTime,
   wallTimeAt,
-} from "./zoned-time.js";
+} from "../lib/zoned-time.js";
 
 /** A validated cron expression bound to a time zone; computes run times itself so a fake clock drives it. */
 export interface CronSchedule {

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { errorMessage } from "../core/errors.js";
+import { errorMessage } from "../lib/errors.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
 import type { Notifier } from "../notify/pushover.js";

@@ -5,7 +5,7 @@ import type { Delivery, Job, JobCreator, JobKind, JobSpec } from "./job.js";
 import type { NewJob } from "./job-store.js";
 import { parseAt, parseDelay } from "./one-shot.js";
 import { SchedulerError } from "./scheduler-error.js";
-import { instantOfLocalIso, isValidTimeZone } from "./zoned-time.js";
+import { instantOfLocalIso, isValidTimeZone } from "../lib/zoned-time.js";
 
 export interface PlanContext {
   defaultTimezone: string;

@@ -1,4 +1,4 @@
-import { MagpieError } from "../core/errors.js";
+import { MagpieError } from "../lib/errors.js";
 
 /** A scheduling request that can't be honoured (bad expression, unknown job …); the message names the fix. */
 export class SchedulerError extends MagpieError {

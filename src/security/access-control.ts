@@ -1,10 +1,12 @@
-import { type ChatChannelName, isChatChannel } from "../../channels/catalog.js";
 import type { MagpieConfig } from "../config/schema.js";
 import type { ChannelAccessConfig } from "../config/sections/channel-access.js";
 import type { AccessControl, AccessDecision } from "../core/access.js";
 import type { ButtonPress, InboundMessage, InboundSender, ScreenVerdict } from "../core/types.js";
 import { Authority } from "./authority.js";
 import type { PairingStore } from "./pairing.js";
+
+/** A chat channel's name: a `channels.<name>` section other than the console's. */
+type ChatChannelName = Exclude<keyof MagpieConfig["channels"], "console">;
 
 const deny = (reason: string, reply?: string): AccessDecision => ({
   allow: false,
@@ -44,7 +46,7 @@ export class ChannelAccessControl implements AccessControl {
     if (message.channel === "web") {
       return this.config.http.dashboard.enabled ? { allow: true } : deny("the dashboard is not enabled");
     }
-    if (!isChatChannel(message.channel)) return deny(`unknown channel "${message.channel}"`);
+    if (!this.isChatChannel(message.channel)) return deny(`unknown channel "${message.channel}"`);
     const rules = this.rulesOf(message.channel);
     return message.isDirect ? this.checkDirect(message, rules) : this.checkGroup(message, rules);
   }
@@ -64,7 +66,7 @@ export class ChannelAccessControl implements AccessControl {
   screen(sender: InboundSender): ScreenVerdict {
     if (sender.channel === "console") return "allowed";
     if (sender.channel === "web") return this.config.http.dashboard.enabled ? "allowed" : "refused";
-    if (!isChatChannel(sender.channel)) return "refused";
+    if (!this.isChatChannel(sender.channel)) return "refused";
     const rules = this.rulesOf(sender.channel);
     const asMessage: InboundMessage = {
       ...sender,
@@ -84,6 +86,14 @@ export class ChannelAccessControl implements AccessControl {
   /** True when `userId` is an owner on `channel` (allowFrom or paired) — the one answer lives in Authority. */
   isKnownSender(channel: string, userId: string): boolean {
     return this.authority.isOwner(channel, userId);
+  }
+
+  /**
+   * A channel of the catalog: config holds a section for each (the schema builds them from the catalog), so the
+   * section's presence answers without this layer importing the channels.
+   */
+  private isChatChannel(name: string): name is ChatChannelName {
+    return name !== "console" && Object.hasOwn(this.config.channels, name);
   }
 
   private rulesOf(channel: ChatChannelName): ChannelAccessConfig {

@@ -5,11 +5,11 @@ import { type Clock, systemClock } from "../core/clock.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
 import type { ButtonPress } from "../core/types.js";
+import { revealInvisible } from "../lib/reveal-invisible.js";
+import type { Redactor } from "../log/redact.js";
 import type { Store } from "../store/index.js";
 import { ApprovalRepository } from "./approval-store.js";
 import { approvalPromptText } from "./approval-text.js";
-import type { Redactor } from "./redact.js";
-import { revealInvisible } from "./reveal-invisible.js";
 
 export interface ChatApprovalGateOptions {
   store: Store;

@@ -1,4 +1,4 @@
-import { revealInvisible } from "./reveal-invisible.js";
+import { revealInvisible } from "../lib/reveal-invisible.js";
 
 /**
  * The text of an approval prompt (DESIGN.md → Security → Approvals: what the owner reads is what runs). It goes out

@@ -1,10 +1,8 @@
-import { CHANNEL_ENTRIES } from "../../channels/catalog.js";
 import type { SlashCommand } from "../core/commands.js";
 import type { Messenger } from "../core/messenger.js";
 import type { ChannelAccessControl } from "./access-control.js";
 import type { PairingStore } from "./pairing.js";
 
-const PAIRABLE = CHANNEL_ENTRIES.filter((entry) => entry.pairing).map((entry) => entry.name);
 const USAGE = "Usage: /pair approve <code> — or /pair list to see pending codes.";
 
 /** `/pair approve <code>` and `/pair list`, for accounts the bot already knows (allowFrom or paired). */
@@ -12,6 +10,8 @@ export function pairCommand(deps: {
   pairing: PairingStore;
   access: ChannelAccessControl;
   messenger: Messenger;
+  /** The channels whose strangers can get pairing codes (the catalog's `pairing` entries). */
+  pairable: readonly string[];
 }): SlashCommand {
   return {
     name: "pair",
@@ -24,7 +24,7 @@ export function pairCommand(deps: {
       }
       const [action, code] = args.split(/\s+/).filter(Boolean);
       // The console is the box's owner: it may approve codes of any channel.
-      const channels = message.channel === "console" ? PAIRABLE : [message.channel];
+      const channels = message.channel === "console" ? deps.pairable : [message.channel];
       if (action === "list") {
         const pending = channels.flatMap((channel) => deps.pairing.pending(channel));
         if (pending.length === 0) return "No pending pairing codes.";

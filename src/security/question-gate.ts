@@ -5,8 +5,8 @@ import { type Clock, systemClock } from "../core/clock.js";
 import type { AuthorityPort, SenderIdentity } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
 import type { ButtonPress, InboundMessage } from "../core/types.js";
+import { revealInvisible } from "../lib/reveal-invisible.js";
 import type { Db } from "../store/database.js";
-import { revealInvisible } from "./reveal-invisible.js";
 
 export interface QuestionGateOptions {
   db: Db;

@@ -3,8 +3,8 @@ import { lstatSync, readdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
-import { MagpieError } from "../core/errors.js";
 import { ToolError } from "../core/tool-error.js";
+import { MagpieError } from "../lib/errors.js";
 import { magpieStatePaths } from "./magpie-state.js";
 import { expandHome, isWithin } from "./paths.js";
 

@@ -2,8 +2,8 @@ import fs from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import type { Parser, Node as SyntaxNode } from "web-tree-sitter";
+import { type Re2Pattern, re2Pattern } from "../lib/re2-pattern.js";
 import { GuardRefusal } from "./guard-refusal.js";
-import { type Re2Pattern, re2Pattern } from "./re2-pattern.js";
 import { sanitizedEnv } from "./shell-env.js";
 
 export interface ShellPolicy {

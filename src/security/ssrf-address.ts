@@ -1,5 +1,5 @@
 import ipaddr from "ipaddr.js";
-import { MagpieError } from "../core/errors.js";
+import { MagpieError } from "../lib/errors.js";
 
 /** Hostnames refused before any DNS lookup. */
 const LOCAL_HOSTNAMES = /(^|\.)(localhost|localdomain|internal|local)$/i;

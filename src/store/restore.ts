@@ -17,7 +17,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { MagpieError } from "../core/errors.js";
+import { MagpieError } from "../lib/errors.js";
 import { backupDatabase, defaultBackupFile } from "./backup.js";
 import { migrations as allMigrations, type Migration } from "./migrations/index.js";
 import { describeObject, schemaDifferences } from "./restore-schema.js";

@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import type { Attachment, InboundMessage } from "../core/types.js";
-import { ensureWorkspace, guardPath } from "../security/path-guard.js";
+import { ensureWorkspace, guardPath } from "./path-guard.js";
 import { MAX_ATTACHMENT_BYTES } from "../security/platform-files.js";
 import type { Store } from "../store/index.js";
 import { defineTool, ToolError } from "./define-tool.js";

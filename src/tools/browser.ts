@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import { z } from "zod";
 import type { BrowserSession } from "../browser/browser-service.js";
 import { REFUSED_HEADER, type RefusedRequest } from "../browser/guarded-proxy.js";
-import { ensureWorkspace, guardPath } from "../security/path-guard.js";
+import { ensureWorkspace, guardPath } from "./path-guard.js";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
@@ -160,7 +160,7 @@ export const browserTool = defineTool({
       if (!approvals.includes("browser") && !approvals.includes("risk:medium"))
         await requireHighRisk(context, `browser ${input.action} ${JSON.stringify(selector)}`);
     }
-    const { browserOf } = await import("../browser/browser-of.js");
+    const { browserOf } = await import("./browser-of.js");
     const service = browserOf(context);
     const session = await service.session(context.sessionKey);
     try {

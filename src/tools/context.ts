@@ -15,7 +15,7 @@ import type { Scheduler } from "../scheduler/scheduler.js";
 import type { ChatApprovalGate } from "../security/approval-gate.js";
 import type { PairingStore } from "../security/pairing.js";
 import type { QuestionGate } from "../security/question-gate.js";
-import type { Redactor } from "../security/redact.js";
+import type { Redactor } from "../log/redact.js";
 import type { SafeHttpClient } from "../security/safe-http.js";
 import type { SkillCatalog } from "../skills/skill-catalog.js";
 import type { Store } from "../store/index.js";

@@ -1,6 +1,6 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
-import { guardPath } from "../security/path-guard.js";
+import { guardPath } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { checkSize, displayPath, requireExistingFile, unifiedDiff, writeText } from "./files/file-io.js";
 import { markRead } from "./files/read-tracker.js";

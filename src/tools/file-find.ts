@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { z } from "zod";
-import { guardPath, guardScope, hiddenFromWalk } from "../security/path-guard.js";
+import { guardPath, guardScope, hiddenFromWalk } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { globMatcher } from "./files/glob.js";

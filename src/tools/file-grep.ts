@@ -1,8 +1,8 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
 import { type JudgeScope, judgePath, type SecurityLevel } from "../security/file-guard.js";
-import { guardPath, guardScope, hiddenFromWalk } from "../security/path-guard.js";
-import { re2Pattern } from "../security/re2-pattern.js";
+import { guardPath, guardScope, hiddenFromWalk } from "./path-guard.js";
+import { re2Pattern } from "../lib/re2-pattern.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { globMatcher } from "./files/glob.js";

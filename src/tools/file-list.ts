@@ -1,6 +1,6 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
-import { guardPath, guardScope, hiddenFromWalk } from "../security/path-guard.js";
+import { guardPath, guardScope, hiddenFromWalk } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { ancestorsWithin, walk } from "./files/walk.js";

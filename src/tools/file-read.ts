@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { guardPath } from "../security/path-guard.js";
+import { guardPath } from "./path-guard.js";
 import { defineTool } from "./define-tool.js";
 import { checkSize, displayPath, requireExistingFile } from "./files/file-io.js";
 import { describeImage, isImagePath } from "./files/image.js";

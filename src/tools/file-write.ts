@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { guardPath } from "../security/path-guard.js";
+import { guardPath } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { checkSize, displayPath, readTextIfExists, unifiedDiff, writeText } from "./files/file-io.js";
 import { markRead, overwriteProblem } from "./files/read-tracker.js";

@@ -3,7 +3,7 @@ import path from "node:path";
 import { z } from "zod";
 import { checkGitArgument, gitEnvironment, HARDENING, neutralizeDrivers } from "../security/git-arguments.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
-import { ensureWorkspace } from "../security/path-guard.js";
+import { ensureWorkspace } from "./path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
 import { isWithin } from "../security/paths.js";
 import { type SandboxPlan, toolSandbox } from "../security/sandbox.js";

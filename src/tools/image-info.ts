@@ -1,6 +1,6 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
-import { guardPath } from "../security/path-guard.js";
+import { guardPath } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath, requireExistingFile } from "./files/file-io.js";
 import { describeImage } from "./files/image.js";

@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { findProgram, requireDesktop } from "../browser/desktop.js";
-import { ensureWorkspace, guardPath } from "../security/path-guard.js";
+import { ensureWorkspace, guardPath } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { GuardRefusal } from "../security/guard-refusal.js";
-import { ensureWorkspace } from "../security/path-guard.js";
+import { ensureWorkspace } from "./path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
 import { toolSandbox } from "../security/sandbox.js";
 import { sanitizedEnv } from "../security/shell-env.js";

@@ -1,4 +1,4 @@
-import { MagpieError } from "../core/errors.js";
+import { MagpieError } from "../lib/errors.js";
 import type { TriggerService } from "../triggers/trigger-service.js";
 import type { ToolContext } from "./context.js";
 import { ToolError } from "./define-tool.js";

@@ -1,5 +1,5 @@
 import type { TriggersConfig } from "../config/sections/triggers.js";
-import { ConfigError } from "../core/errors.js";
+import { ConfigError } from "../lib/errors.js";
 
 /**
  * Trigger predicates are parsed and type-checked like at start-up (the CEL engine loads only when there are any):

@@ -1,5 +1,5 @@
 import { Environment } from "@marcbachmann/cel-js";
-import { type Re2Pattern, re2Pattern } from "../security/re2-pattern.js";
+import { type Re2Pattern, re2Pattern } from "../lib/re2-pattern.js";
 import type { TriggerEvent } from "./trigger.js";
 
 /** A compiled `when`: true when the event matters. Throws on an evaluation error (the caller counts it as "no"). */

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { AgentRunner } from "../core/agent-runner.js";
-import { errorMessage } from "../core/errors.js";
+import { errorMessage } from "../lib/errors.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
 import type { Approver, ToolRuntime } from "../core/tool-runtime.js";

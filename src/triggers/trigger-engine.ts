@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { errorMessage } from "../core/errors.js";
+import { errorMessage } from "../lib/errors.js";
 import type { EventPublisher } from "../core/events.js";
 import { compilePredicate, type Predicate } from "./predicate.js";
 import { RateGate } from "./rate-gate.js";

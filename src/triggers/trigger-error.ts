@@ -1,4 +1,4 @@
-import { MagpieError } from "../core/errors.js";
+import { MagpieError } from "../lib/errors.js";
 
 /** A trigger that can't be made or changed; the message names the value and the fix. */
 export class TriggerError extends MagpieError {

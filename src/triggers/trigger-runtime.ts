@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
-import { errorMessage } from "../core/errors.js";
+import { errorMessage } from "../lib/errors.js";
 import type { EventPublisher } from "../core/events.js";
 import type { PinEdge } from "../hardware/gpio-service.js";
 import type { HardwareService } from "../hardware/hardware-service.js";

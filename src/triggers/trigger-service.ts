@@ -6,7 +6,7 @@ import {
   triggerActionSchema,
   triggerSourceSchema,
 } from "../config/sections/triggers.js";
-import { ConfigError } from "../core/errors.js";
+import { ConfigError } from "../lib/errors.js";
 import { type AuthorityPort, ownerIdentity, type SenderIdentity } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
 import type { JobCreator } from "../scheduler/job.js";

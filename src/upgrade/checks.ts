@@ -1,5 +1,5 @@
 import { execa } from "execa";
-import type { InstanceInfo } from "../cli/instance.js";
+import type { InstanceInfo } from "./instance.js";
 import { sleep, userOf } from "./process-info.js";
 import { UpgradeError } from "./upgrade-error.js";
 

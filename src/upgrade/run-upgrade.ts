@@ -11,9 +11,9 @@ import {
   writeSync,
 } from "node:fs";
 import path from "node:path";
-import { type InstanceInfo, readInstance, runningInstance } from "../cli/instance.js";
+import { type InstanceInfo, readInstance, runningInstance } from "./instance.js";
 import type { MagpieConfig } from "../config/schema.js";
-import { errorMessage } from "../core/errors.js";
+import { errorMessage } from "../lib/errors.js";
 import { moveDatabaseAside, restoreDatabase } from "../store/restore.js";
 import { carryOver, unansweredSince } from "./carry-over.js";
 import { syntheticTurn, type TurnCheck, waitReady } from "./checks.js";

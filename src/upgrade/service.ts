@@ -3,7 +3,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import { constants } from "node:os";
 import path from "node:path";
 import { execa } from "execa";
-import { type InstanceInfo, readInstance } from "../cli/instance.js";
+import { type InstanceInfo, readInstance } from "./instance.js";
 import { environmentOf, isAlive, sleep, userOf } from "./process-info.js";
 import { UpgradeError } from "./upgrade-error.js";
 

@@ -1,4 +1,4 @@
-import { MagpieError } from "../core/errors.js";
+import { MagpieError } from "../lib/errors.js";
 
 /** Why an upgrade stopped; the message says what is left as it was and what to do. */
 export class UpgradeError extends MagpieError {

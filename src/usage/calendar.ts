@@ -1,4 +1,4 @@
-import { instantsOf, nextDay, shiftedOutOfGap, type WallTime, wallTimeAt } from "../scheduler/zoned-time.js";
+import { instantsOf, nextDay, shiftedOutOfGap, type WallTime, wallTimeAt } from "../lib/zoned-time.js";
 
 /** A half-open span of time [start, end) in ms. */
 export interface Span {

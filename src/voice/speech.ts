@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
-import { MagpieError } from "../core/errors.js";
+import { MagpieError } from "../lib/errors.js";
 
 /** Spoken audio: OGG/Opus (a voice note anywhere) or WAV (an audio file until it is encoded). */
 export interface Speech {

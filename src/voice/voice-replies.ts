@@ -4,7 +4,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
 import type { SlashCommand } from "../core/commands.js";
-import { errorMessage } from "../core/errors.js";
+import { errorMessage } from "../lib/errors.js";
 import type { AnsweredTurn } from "../core/hooks.js";
 import type { Messenger } from "../core/messenger.js";
 import type { SpendPort, SpendScope } from "../core/spend.js";
@@ -16,7 +16,7 @@ import type { Speech, Synthesizer } from "./speech.js";
 /** Longest text spoken (OpenAI's /audio/speech takes 4,096 characters); the rest is in the text reply. */
 const MAX_SPOKEN_CHARS = 4000;
 
-import type { VoiceMode } from "./voice-config.js";
+import type { VoiceMode } from "../config/sections/voice.js";
 
 /** Spoken replies are kept this long for the outbox (a retry re-reads the file), then pruned. */
 const KEEP_MS = 24 * 60 * 60 * 1000;

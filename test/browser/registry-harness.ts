@@ -5,7 +5,7 @@ import { parseConfig } from "../../src/config/load.js";
 import type { MagpieConfig } from "../../src/config/schema.js";
 import type { ApprovalRequest } from "../../src/core/approvals.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { Redactor } from "../../src/security/redact.js";
+import { Redactor } from "../../src/log/redact.js";
 import { Store } from "../../src/store/index.js";
 import type { ToolServices } from "../../src/tools/context.js";
 import type { Tool } from "../../src/tools/define-tool.js";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { DiscordChannel } from "../../channels/discord.js";
-import { MagpieError } from "../../src/core/errors.js";
+import { MagpieError } from "../../src/lib/errors.js";
 import {
   DISCORD_BOT,
   DISCORD_CHANNEL_ID,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Pacer } from "../../channels/format/pacer.js";
 import { formattedOrPlain, type PartSender, sendParts } from "../../channels/send-parts.js";
-import { ChannelSendError } from "../../src/core/errors.js";
+import { ChannelSendError } from "../../src/lib/errors.js";
 import type { Button, ReplyTarget } from "../../src/core/types.js";
 
 const target: ReplyTarget = { channel: "test", chatId: "chat-1", replyToMessageId: "m-0" };

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig, parseConfig } from "../../src/config/load.js";
-import { ConfigError } from "../../src/core/errors.js";
+import { ConfigError } from "../../src/lib/errors.js";
 
 function problemsOf(run: () => unknown): string[] {
   try {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ChannelSendError } from "../../src/core/errors.js";
+import { ChannelSendError } from "../../src/lib/errors.js";
 import { INTERRUPTED_REPLY } from "../../src/core/no-llm.js";
 import { Store } from "../../src/store/index.js";
 import { reply, startOpenAiFake } from "../fakes/openai.js";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { undeliverableFeature } from "../../src/app/undeliverable-feature.js";
-import { ChannelSendError } from "../../src/core/errors.js";
+import { ChannelSendError } from "../../src/lib/errors.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { usageFeature } from "../../src/app/usage-feature.js";
-import { ChannelSendError } from "../../src/core/errors.js";
+import { ChannelSendError } from "../../src/lib/errors.js";
 import { type EventBase, magpieEvents } from "../../src/core/events.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";

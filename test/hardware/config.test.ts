@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
 import type { ConfigInput } from "../../src/config/schema.js";
-import { ConfigError } from "../../src/core/errors.js";
+import { ConfigError } from "../../src/lib/errors.js";
 
 /** `hardware` validation: what isn't supported is refused with a reason, never accepted and ignored. */
 

@@ -3,7 +3,7 @@ import type { ConfigInput, MagpieConfig } from "../../src/config/schema.js";
 import type { ApprovalRequest } from "../../src/core/approvals.js";
 import { type HardwarePorts, HardwareService } from "../../src/hardware/hardware-service.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { Redactor } from "../../src/security/redact.js";
+import { Redactor } from "../../src/log/redact.js";
 import { Store } from "../../src/store/index.js";
 import { builtinTools } from "../../src/tools/index.js";
 import { ToolRegistry } from "../../src/tools/registry.js";

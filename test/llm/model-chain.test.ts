@@ -4,7 +4,7 @@ import { retryDelayMs } from "../../src/llm/backoff.js";
 import { type ChatModelDeps, createChatModel } from "../../src/llm/create-model.js";
 import { describeLlmError } from "../../src/llm/errors.js";
 import type { ChatModel, CompletionRequest } from "../../src/llm/types.js";
-import { createRedactor } from "../../src/security/redact.js";
+import { createRedactor } from "../../src/log/redact.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
 import { testConfig } from "../helpers/harness.js";
 

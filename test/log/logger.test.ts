@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
-import { createRedactor } from "../../src/security/redact.js";
+import { createRedactor } from "../../src/log/redact.js";
 import { testConfig } from "../helpers/harness.js";
 
 describe("logger", () => {

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { denyAllApprovals } from "../../src/core/approvals.js";
 import type { ToolCallContext } from "../../src/core/tool-runtime.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { createRedactor } from "../../src/security/redact.js";
+import { createRedactor } from "../../src/log/redact.js";
 import { memoryForgetTool } from "../../src/tools/memory-forget.js";
 import { memoryRecallTool } from "../../src/tools/memory-recall.js";
 import { memoryStoreTool } from "../../src/tools/memory-store.js";

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { run as cronCli } from "../../src/cli/commands/cron.js";
 import { parseConfig } from "../../src/config/load.js";
 import type { MagpieConfig } from "../../src/config/schema.js";
-import { ConfigError } from "../../src/core/errors.js";
+import { ConfigError } from "../../src/lib/errors.js";
 import { specOfConfigJob } from "../../src/scheduler/config-jobs.js";
 import { parseAddArguments } from "../../src/scheduler/cron-command.js";
 import { Store } from "../../src/store/index.js";

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
+import { CHANNEL_ENTRIES } from "../../channels/catalog.js";
 import { run as pairCli } from "../../src/cli/commands/pair.js";
 import { parseConfig } from "../../src/config/load.js";
 import type { Messenger } from "../../src/core/messenger.js";
@@ -54,7 +55,8 @@ function commandSetup(channels: Record<string, unknown> = {}) {
       return sent.length;
     },
   } as Messenger;
-  const command = pairCommand({ pairing, access, messenger });
+  const pairable = CHANNEL_ENTRIES.filter((entry) => entry.pairing).map((entry) => entry.name);
+  const command = pairCommand({ pairing, access, messenger, pairable });
   const runAs = (fields: Partial<InboundMessage>, args: string) =>
     command.run({
       args,

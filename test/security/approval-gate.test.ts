@@ -4,7 +4,7 @@ import type { InboundMessage, OutboundMessage, ReplyTarget } from "../../src/cor
 import { silentLogger } from "../../src/log/logger.js";
 import { approvalCommands } from "../../src/security/approval-commands.js";
 import { ChatApprovalGate } from "../../src/security/approval-gate.js";
-import { Redactor } from "../../src/security/redact.js";
+import { Redactor } from "../../src/log/redact.js";
 import { Store } from "../../src/store/index.js";
 
 class RecordingMessenger implements Messenger {

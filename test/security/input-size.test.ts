@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { REDACTED, Redactor } from "../../src/security/redact.js";
-import { redactSecretPatterns } from "../../src/security/secret-patterns.js";
+import { REDACTED, Redactor } from "../../src/log/redact.js";
+import { redactSecretPatterns } from "../../src/log/secret-patterns.js";
 import { hostileInputs, LINEAR_BOUND_MS, timed } from "../helpers/hostile-inputs.js";
 
 /**

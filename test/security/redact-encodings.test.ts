@@ -5,7 +5,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
 import { createLogger } from "../../src/log/logger.js";
-import { createRedactor, REDACTED, Redactor } from "../../src/security/redact.js";
+import { createRedactor, REDACTED, Redactor } from "../../src/log/redact.js";
 
 /** Attack: a secret the agent could read comes back encoded, as `base64`, `xxd -p`, `rev` would print it. */
 

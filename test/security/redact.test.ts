@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
-import { createRedactor, Redactor } from "../../src/security/redact.js";
+import { createRedactor, Redactor } from "../../src/log/redact.js";
 
 describe("Redactor", () => {
   it("removes configured secrets and secret-named environment variables", () => {

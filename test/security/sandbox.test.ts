@@ -10,7 +10,7 @@ import { silentLogger } from "../../src/log/logger.js";
 import type { Job } from "../../src/scheduler/job.js";
 import { createJobExecutor } from "../../src/scheduler/job-executor.js";
 import { installDir } from "../../src/security/magpie-state.js";
-import { Redactor } from "../../src/security/redact.js";
+import { Redactor } from "../../src/log/redact.js";
 import {
   probeSandbox,
   requireSandboxStatus,

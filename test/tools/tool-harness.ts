@@ -6,7 +6,7 @@ import type { MagpieConfig } from "../../src/config/schema.js";
 import type { ApprovalGate, ApprovalRequest } from "../../src/core/approvals.js";
 import type { ToolCallContext } from "../../src/core/tool-runtime.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { Redactor } from "../../src/security/redact.js";
+import { Redactor } from "../../src/log/redact.js";
 import { Store } from "../../src/store/index.js";
 import type { ToolServices } from "../../src/tools/context.js";
 import type { Tool } from "../../src/tools/define-tool.js";

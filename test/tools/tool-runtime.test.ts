@@ -4,7 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { silentLogger } from "../../src/log/logger.js";
-import { Redactor } from "../../src/security/redact.js";
+import { Redactor } from "../../src/log/redact.js";
 import { Store } from "../../src/store/index.js";
 import { defineTool } from "../../src/tools/define-tool.js";
 import { cleanSchema, toToolParameters } from "../../src/tools/json-schema.js";

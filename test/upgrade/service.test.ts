@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { InstanceInfo } from "../../src/cli/instance.js";
+import type { InstanceInfo } from "../../src/upgrade/instance.js";
 import { isAlive } from "../../src/upgrade/process-info.js";
 import { serviceControlFor, stopPid, unitFromCgroup } from "../../src/upgrade/service.js";
 import { UpgradeError } from "../../src/upgrade/upgrade-error.js";

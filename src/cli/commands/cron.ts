@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { systemClock } from "../../core/clock.js";
-import { errorMessage } from "../../core/errors.js";
+import { errorMessage } from "../../lib/errors.js";
 import { silentLogger } from "../../log/logger.js";
 import { createPhoneNotifier } from "../../notify/phone.js";
 import { createScheduler } from "../../scheduler/create-scheduler.js";

@@ -1,7 +1,7 @@
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { enabledChannelEntries, sectionOf } from "../../../channels/catalog.js";
 import type { MagpieConfig } from "../../config/schema.js";
-import { errorMessage } from "../../core/errors.js";
+import { errorMessage } from "../../lib/errors.js";
 import { hardwareChecks } from "../../hardware/device-checks.js";
 import { type ChainEntry, chainEntries, entryBaseUrl } from "../../llm/chain-entries.js";
 import { isLlmConfigured } from "../../llm/create-model.js";

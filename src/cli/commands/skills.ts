@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import type { MagpieConfig } from "../../config/schema.js";
-import { errorMessage } from "../../core/errors.js";
+import { errorMessage } from "../../lib/errors.js";
 import { scopeOf } from "../../security/path-resolver.js";
 import { SkillApprovals } from "../../skills/skill-approvals.js";
 import { SkillCatalog, skillDirs } from "../../skills/skill-catalog.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { unpinnedPackage } from "../../mcp/package-pin.js";
+import { unpinnedPackage } from "../package-pin.js";
 import { positiveInt } from "./common.js";
 
 const serverName = z

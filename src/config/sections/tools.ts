@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { re2Pattern } from "../../security/re2-pattern.js";
+import { re2Pattern } from "../../lib/re2-pattern.js";
 import { positiveInt } from "./common.js";
 
 /** A pattern the shell policy can run on a command in linear time (RE2), or the config error naming why not. */

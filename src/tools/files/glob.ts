@@ -1,4 +1,4 @@
-import { re2Pattern } from "../../security/re2-pattern.js";
+import { re2Pattern } from "../../lib/re2-pattern.js";
 
 /** Longer globs are refused (a glob's RE2 translation is up to five times as long). */
 export const MAX_GLOB_CHARS = 200;

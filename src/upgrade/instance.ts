@@ -1,5 +1,6 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { isAlive } from "./process-info.js";
 
 /**
  * The running Magpie of a data directory, as it wrote itself down in `<dataDir>/magpie.pid` (JSON) when it started:
@@ -61,16 +62,6 @@ export function runningInstance(dataDir: string): InstanceInfo | null {
   if (commandLine !== null && !info.argv.some((arg) => arg.length > 0 && commandLine.includes(arg)))
     return null;
   return info;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, but another user's.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 function procCommandLine(pid: number): string | null {
