@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { ChannelAccessConfig } from "../src/config/sections/channel-access.js";
-import { errorMessage } from "../src/lib/errors.js";
 import type { ChannelAdapter } from "../src/core/types.js";
+import { errorMessage } from "../src/lib/errors.js";
 import type { ChannelDeps } from "./channel-deps.js";
 
 /** One line of `magpie doctor`. */

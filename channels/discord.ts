@@ -13,7 +13,6 @@ import {
   RateLimitError,
   Routes,
 } from "discord.js";
-import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import type {
   Attachment,
   AttachmentKind,
@@ -27,6 +26,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
 import type { ChannelDeps } from "./channel-deps.js";

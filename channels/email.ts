@@ -1,6 +1,5 @@
 import { ImapFlow } from "imapflow";
 import nodemailer, { type Transporter } from "nodemailer";
-import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import type {
   Attachment,
   AttachmentKind,
@@ -16,6 +15,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import { backoffDelay } from "./backoff.js";
 import type { ChannelDeps } from "./channel-deps.js";
 import { verifySender } from "./email-auth.js";

@@ -1,6 +1,5 @@
 import { createClient, type MatrixClient, MatrixError, Method } from "matrix-js-sdk";
 import type { Logger as SdkLogger } from "matrix-js-sdk/lib/logger.js";
-import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import type {
   Attachment,
   AttachmentKind,
@@ -16,6 +15,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
 import type { ChannelDeps } from "./channel-deps.js";

@@ -1,7 +1,7 @@
 import { constants } from "node:fs";
 import { open } from "node:fs/promises";
-import { ChannelSendError, errorMessage } from "../src/lib/errors.js";
 import type { Button, OutboundMessage, ReplyTarget, SendProgress, SendResult } from "../src/core/types.js";
+import { ChannelSendError, errorMessage } from "../src/lib/errors.js";
 import { editedOrNull } from "./draft-edit.js";
 import { type RenderedPart, renderParts } from "./format/chunk.js";
 import type { Pacer } from "./format/pacer.js";

@@ -1,6 +1,5 @@
 import { App, HTTPReceiver, LogLevel, type types } from "@slack/bolt";
 import { z } from "zod";
-import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import type {
   Attachment,
   AttachmentKind,
@@ -14,6 +13,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";
 import type { ChannelDeps } from "./channel-deps.js";

@@ -8,7 +8,6 @@ import {
   webhookCallback,
 } from "grammy";
 import type { Message, MessageEntity } from "grammy/types";
-import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import type {
   Attachment,
   ChannelAdapter,
@@ -21,6 +20,7 @@ import type {
   SendProgress,
   SendResult,
 } from "../src/core/types.js";
+import { ChannelSendError, errorMessage, MagpieError } from "../src/lib/errors.js";
 import { GuardRefusal } from "../src/security/guard-refusal.js";
 import { PlatformFiles } from "../src/security/platform-files.js";
 import { backoffDelay } from "./backoff.js";

@@ -4,9 +4,9 @@ import type { ChannelEntry } from "../../channels/channel-entry.js";
 import type { ConfigChange } from "../config/config-change.js";
 import type { MagpieConfig } from "../config/schema.js";
 import { channelAccessKeys } from "../config/sections/channel-access.js";
-import { errorMessage } from "../lib/errors.js";
 import type { ChannelAdapter, InboundSink } from "../core/types.js";
 import type { HttpRoutes } from "../http/routes.js";
+import { errorMessage } from "../lib/errors.js";
 import type { Store } from "../store/index.js";
 
 /** What the channels' reload works on: the app's running adapters and what they are built from. */

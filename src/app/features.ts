@@ -1,4 +1,3 @@
-import { voiceFeature } from "./voice-feature.js";
 import { accessFeature } from "./access-feature.js";
 import { browserFeature } from "./browser-feature.js";
 import { dashboardFeature } from "./dashboard-feature.js";
@@ -14,6 +13,7 @@ import { traceFeature } from "./trace-feature.js";
 import { triggersFeature } from "./triggers-feature.js";
 import { undeliverableFeature } from "./undeliverable-feature.js";
 import { usageFeature } from "./usage-feature.js";
+import { voiceFeature } from "./voice-feature.js";
 
 /** Every feature, set up in this order. Each feature adds one line here. */
 export const features: MagpieFeature[] = [

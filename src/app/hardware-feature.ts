@@ -1,5 +1,5 @@
-import { ConfigError } from "../lib/errors.js";
 import type { HardwarePorts } from "../hardware/hardware-service.js";
+import { ConfigError } from "../lib/errors.js";
 import { createPushoverNotifier } from "../notify/pushover.js";
 import type { MagpieFeature } from "./feature.js";
 

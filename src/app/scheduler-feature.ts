@@ -1,6 +1,6 @@
 import type { MagpieConfig } from "../config/schema.js";
-import { ConfigError } from "../lib/errors.js";
 import type { MessagingService } from "../core/messenger.js";
+import { ConfigError } from "../lib/errors.js";
 import { createPhoneNotifier } from "../notify/phone.js";
 import { specOfConfigJob } from "../scheduler/config-jobs.js";
 import { createScheduler } from "../scheduler/create-scheduler.js";

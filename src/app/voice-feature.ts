@@ -1,6 +1,6 @@
 import path from "node:path";
-import type { MagpieFeature } from "./feature.js";
 import { VoiceReplies } from "../voice/voice-replies.js";
+import type { MagpieFeature } from "./feature.js";
 
 /**
  * Voice replies (`voice`): the `afterReply` hook and `/voice`. Always set up, so an owner can turn voice on in

@@ -3,8 +3,8 @@ import { MagpieApp } from "../app/app.js";
 import { listenForReloads } from "../app/reload-process.js";
 import { createLogger } from "../log/logger.js";
 import { createRedactor } from "../log/redact.js";
-import type { CliEnv } from "./cli-env.js";
 import { recordInstance } from "../upgrade/instance.js";
+import type { CliEnv } from "./cli-env.js";
 
 const FORCE_EXIT_MS = 10_000;
 

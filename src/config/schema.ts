@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { voiceSchema } from "./sections/voice.js";
 import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents.js";
 import { browserSchema, composioSchema, screenshotSchema } from "./sections/browser.js";
 import { channelsSchema } from "./sections/channels.js";
@@ -16,6 +15,7 @@ import {
 } from "./sections/services.js";
 import { toolsSchema } from "./sections/tools.js";
 import { mqttSchema, triggersSchema } from "./sections/triggers.js";
+import { voiceSchema } from "./sections/voice.js";
 
 /** The whole configuration. Unknown keys are errors: a typo must not silently disable a guard. */
 export const configSchema = z.strictObject({

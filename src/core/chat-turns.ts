@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { errorMessage } from "../lib/errors.js";
 import type { ChatMessage } from "../llm/types.js";
 import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
 import type { AgentDirectory } from "./agents.js";
 import type { Clock } from "./clock.js";
-import { errorMessage } from "../lib/errors.js";
 import { type EventPublisher, type MessageOutcome, NO_EVENTS } from "./events.js";
 import type { AgentHooks, AnsweredTurn } from "./hooks.js";
 import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";

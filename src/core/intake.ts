@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
+import { errorMessage } from "../lib/errors.js";
 import type { Store } from "../store/index.js";
 import type { OutboxOrigin } from "../store/outbox.js";
 import type { AccessControl } from "./access.js";
 import type { Clock } from "./clock.js";
 import { type CommandRegistry, parseCommand } from "./commands.js";
-import { errorMessage } from "../lib/errors.js";
 import { type EventPublisher, NO_EVENTS } from "./events.js";
 import type { AuthorityPort, SenderIdentity } from "./identity.js";
 import { cutLongInbound } from "./inbound-size.js";

@@ -1,9 +1,9 @@
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
+import { ChannelSendError, errorMessage } from "../lib/errors.js";
 import type { InboxRepository } from "../store/inbox.js";
 import type { OutboxItem, OutboxRepository } from "../store/outbox.js";
 import type { Clock } from "./clock.js";
-import { ChannelSendError, errorMessage } from "../lib/errors.js";
 import { type EventPublisher, NO_EVENTS } from "./events.js";
 import type { ChannelAdapter } from "./types.js";
 

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { errorMessage } from "../lib/errors.js";
 import type { TaskRecord, TaskRepository, TaskStatus } from "../store/tasks.js";
 import type { AgentDirectory } from "./agents.js";
 import type { SessionNote } from "./chat-turns.js";
 import type { Clock } from "./clock.js";
 import type { DelegationResult } from "./delegation.js";
-import { errorMessage } from "../lib/errors.js";
 import { sessionKeyOf } from "./session-key.js";
 import type { ToolCallContext, ToolCaller } from "./tool-runtime.js";
 import type { TurnEngine, TurnResult } from "./turn-engine.js";

@@ -1,8 +1,8 @@
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { HttpApp } from "../http/server.js";
-import type { ApprovalRecord } from "../security/approval-store.js";
 import { revealInvisible } from "../lib/reveal-invisible.js";
+import type { ApprovalRecord } from "../security/approval-store.js";
 import type { Db } from "../store/index.js";
 import type { PageBody } from "./layout.js";
 import { dashboardTimes } from "./time-format.js";

@@ -1,8 +1,8 @@
 import { createRequire } from "node:module";
 import { Writable } from "node:stream";
 import { type Logger, type LoggerOptions as PinoOptions, pino } from "pino";
-import { Redactor } from "./redact.js";
 import { revealInvisible } from "../lib/reveal-invisible.js";
+import { Redactor } from "./redact.js";
 
 export type { Logger };
 

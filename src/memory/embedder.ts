@@ -1,7 +1,7 @@
 import type OpenAI from "openai";
 import { z } from "zod";
-import { MagpieError } from "../lib/errors.js";
 import type { LlmUsage } from "../core/spend.js";
+import { MagpieError } from "../lib/errors.js";
 import { estimateTokens } from "../llm/tokens.js";
 import { normalize } from "./vector-math.js";
 

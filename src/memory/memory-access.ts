@@ -1,5 +1,5 @@
-import { MagpieError } from "../lib/errors.js";
 import type { Role } from "../core/identity.js";
+import { MagpieError } from "../lib/errors.js";
 
 /**
  * Who may see a memory (DESIGN.md → Security → "Memory privacy"). Every memory is the owners': a guest's

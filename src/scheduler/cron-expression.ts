@@ -1,5 +1,4 @@
 import { createTask, type ScheduledTask, validateDetailed } from "node-cron";
-import { SchedulerError } from "./scheduler-error.js";
 import {
   instantsOf,
   isValidTimeZone,
@@ -10,6 +9,7 @@ import {
   type WallTime,
   wallTimeAt,
 } from "../lib/zoned-time.js";
+import { SchedulerError } from "./scheduler-error.js";
 
 /** A validated cron expression bound to a time zone; computes run times itself so a fake clock drives it. */
 export interface CronSchedule {

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
-import { errorMessage } from "../lib/errors.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
+import { errorMessage } from "../lib/errors.js";
 import type { Notifier } from "../notify/pushover.js";
 import type { OutboxRepository } from "../store/outbox.js";
 import type { DeliveryResult, Job, JobRun } from "./job.js";

@@ -1,11 +1,11 @@
 import { ownerIdentity } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
+import { instantOfLocalIso, isValidTimeZone } from "../lib/zoned-time.js";
 import { compileCron } from "./cron-expression.js";
 import type { Delivery, Job, JobCreator, JobKind, JobSpec } from "./job.js";
 import type { NewJob } from "./job-store.js";
 import { parseAt, parseDelay } from "./one-shot.js";
 import { SchedulerError } from "./scheduler-error.js";
-import { instantOfLocalIso, isValidTimeZone } from "../lib/zoned-time.js";
 
 export interface PlanContext {
   defaultTimezone: string;

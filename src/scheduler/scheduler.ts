@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.js";
-import { errorMessage } from "../lib/errors.js";
 import { type EventPublisher, NO_EVENTS } from "../core/events.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
+import { errorMessage } from "../lib/errors.js";
 import { type SyncCounts, syncConfigJobs } from "./config-sync.js";
 import type { RunDelivery } from "./delivery.js";
 import {

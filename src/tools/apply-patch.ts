@@ -2,11 +2,11 @@ import fs from "node:fs/promises";
 import { applyPatch, parsePatch, type StructuredPatch } from "diff";
 import { z } from "zod";
 import { type GuardFinding, judgeDeletions, judgePath } from "../security/file-guard.js";
-import { enforceFindings, ensureWorkspace } from "./path-guard.js";
 import { type ResolvedPath, resolveToolPath } from "../security/path-resolver.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { checkSize, displayPath, readTextIfExists, writeText } from "./files/file-io.js";
 import { markRead } from "./files/read-tracker.js";
+import { enforceFindings, ensureWorkspace } from "./path-guard.js";
 
 const DEV_NULL = "/dev/null";
 /** The turn's tally of files its patches set out to delete (`TurnApprovals`). */

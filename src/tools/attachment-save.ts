@@ -2,11 +2,11 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import type { Attachment, InboundMessage } from "../core/types.js";
-import { ensureWorkspace, guardPath } from "./path-guard.js";
 import { MAX_ATTACHMENT_BYTES } from "../security/platform-files.js";
 import type { Store } from "../store/index.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
+import { ensureWorkspace, guardPath } from "./path-guard.js";
 
 const MAX_BYTES = MAX_ATTACHMENT_BYTES;
 /** How far back in the chat to look for the message that carried the attachment. */

@@ -1,7 +1,7 @@
+import { BrowserService } from "../browser/browser-service.js";
 import type { MagpieConfig } from "../config/schema.js";
 import type { ToolContext } from "./context.js";
 import { safeHttpOf } from "./web/safe-http-of.js";
-import { BrowserService } from "../browser/browser-service.js";
 
 /** One service per loaded config when no feature provided one (tests that build only a registry). */
 const services = new WeakMap<MagpieConfig, BrowserService>();

@@ -2,11 +2,11 @@ import fs from "node:fs/promises";
 import { z } from "zod";
 import type { BrowserSession } from "../browser/browser-service.js";
 import { REFUSED_HEADER, type RefusedRequest } from "../browser/guarded-proxy.js";
-import { ensureWorkspace, guardPath } from "./path-guard.js";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { requireHighRisk } from "./hardware-support.js";
+import { ensureWorkspace, guardPath } from "./path-guard.js";
 
 /** How long one action (a navigation, a click) may take. */
 const ACTION_TIMEOUT_MS = 30_000;

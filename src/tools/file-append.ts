@@ -1,9 +1,9 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { guardPath } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { checkSize, displayPath } from "./files/file-io.js";
+import { guardPath } from "./path-guard.js";
 
 export const fileAppendTool = defineTool({
   name: "file_append",

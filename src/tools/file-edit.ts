@@ -1,9 +1,9 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
-import { guardPath } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { checkSize, displayPath, requireExistingFile, unifiedDiff, writeText } from "./files/file-io.js";
 import { markRead } from "./files/read-tracker.js";
+import { guardPath } from "./path-guard.js";
 
 function countOccurrences(text: string, needle: string): number {
   let count = 0;

@@ -1,11 +1,11 @@
 import fs from "node:fs/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { z } from "zod";
-import { guardPath, guardScope, hiddenFromWalk } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { globMatcher } from "./files/glob.js";
 import { ancestorsWithin, walk } from "./files/walk.js";
+import { guardPath, guardScope, hiddenFromWalk } from "./path-guard.js";
 
 const DEFAULT_LIMIT = 100;
 /** Stops very large trees from keeping a call busy for long. */

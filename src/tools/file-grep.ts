@@ -1,13 +1,13 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
-import { type JudgeScope, judgePath, type SecurityLevel } from "../security/file-guard.js";
-import { guardPath, guardScope, hiddenFromWalk } from "./path-guard.js";
 import { re2Pattern } from "../lib/re2-pattern.js";
+import { type JudgeScope, judgePath, type SecurityLevel } from "../security/file-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { globMatcher } from "./files/glob.js";
 import { GrepStopped, GrepWorker } from "./files/grep-worker.js";
 import { ancestorsWithin, walk } from "./files/walk.js";
+import { guardPath, guardScope, hiddenFromWalk } from "./path-guard.js";
 
 const DEFAULT_MAX_RESULTS = 100;
 const MAX_LINE_CHARS = 500;

@@ -1,9 +1,9 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
-import { guardPath, guardScope, hiddenFromWalk } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { ancestorsWithin, walk } from "./files/walk.js";
+import { guardPath, guardScope, hiddenFromWalk } from "./path-guard.js";
 
 const DEFAULT_MAX = 500;
 

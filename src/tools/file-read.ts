@@ -1,11 +1,11 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { guardPath } from "./path-guard.js";
 import { defineTool } from "./define-tool.js";
 import { checkSize, displayPath, requireExistingFile } from "./files/file-io.js";
 import { describeImage, isImagePath } from "./files/image.js";
 import { markRead } from "./files/read-tracker.js";
+import { guardPath } from "./path-guard.js";
 
 const DEFAULT_LIMIT = 2000;
 const MAX_LINE_CHARS = 2000;

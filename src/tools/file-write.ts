@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { guardPath } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { checkSize, displayPath, readTextIfExists, unifiedDiff, writeText } from "./files/file-io.js";
 import { markRead, overwriteProblem } from "./files/read-tracker.js";
+import { guardPath } from "./path-guard.js";
 
 export const fileWriteTool = defineTool({
   name: "file_write",

@@ -3,12 +3,12 @@ import path from "node:path";
 import { z } from "zod";
 import { checkGitArgument, gitEnvironment, HARDENING, neutralizeDrivers } from "../security/git-arguments.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
-import { ensureWorkspace } from "./path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
 import { isWithin } from "../security/paths.js";
 import { type SandboxPlan, toolSandbox } from "../security/sandbox.js";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
+import { ensureWorkspace } from "./path-guard.js";
 import { runProcess } from "./process/run-process.js";
 
 const OPERATIONS = ["status", "diff", "log", "branch", "commit", "add", "checkout", "stash"] as const;

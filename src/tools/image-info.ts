@@ -1,9 +1,9 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
-import { guardPath } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath, requireExistingFile } from "./files/file-io.js";
 import { describeImage } from "./files/image.js";
+import { guardPath } from "./path-guard.js";
 
 /** Base64 is only offered for images up to this size, whatever the file-size cap. */
 const MAX_BASE64_BYTES = 5 * 1024 * 1024;

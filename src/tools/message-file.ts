@@ -3,10 +3,10 @@ import path from "node:path";
 import { CHANNEL_ENTRIES, channelEntry } from "../../channels/catalog.js";
 import type { UploadLimits } from "../../channels/channel-entry.js";
 import type { OutboundMessage } from "../core/types.js";
-import { guardPath } from "./path-guard.js";
 import type { ToolContext } from "./context.js";
 import { ToolError } from "./define-tool.js";
 import { displayPath, requireExistingFile } from "./files/file-io.js";
+import { guardPath } from "./path-guard.js";
 
 type OutboundFile = NonNullable<OutboundMessage["file"]>;
 

@@ -1,10 +1,10 @@
 import fs from "node:fs/promises";
 import { ToolError } from "../core/tool-error.js";
-import type { ToolContext } from "./context.js";
 import { type FileAccess, type GuardFinding, judgePath, strictest } from "../security/file-guard.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
 import { isMagpieState } from "../security/magpie-state.js";
 import { type PathScope, type ResolvedPath, resolveToolPath, scopeOf } from "../security/path-resolver.js";
+import type { ToolContext } from "./context.js";
 
 /** Normalizes a path and enforces the file guard for one read or write; returns where it really lands. */
 export async function guardPath(

@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
 import type { ApprovalDecision, ApprovalGate, QuestionAnswer } from "../core/approvals.js";
-import { errorMessage } from "../lib/errors.js";
 import { type EventPublisher, NO_EVENTS } from "../core/events.js";
 import type { ToolCallContext, ToolRuntime } from "../core/tool-runtime.js";
+import { errorMessage } from "../lib/errors.js";
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
 import type { AuditEntry } from "../store/audit.js";

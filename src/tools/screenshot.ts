@@ -2,9 +2,9 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { findProgram, requireDesktop } from "../browser/desktop.js";
-import { ensureWorkspace, guardPath } from "./path-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
+import { ensureWorkspace, guardPath } from "./path-guard.js";
 
 const CAPTURE_TIMEOUT_MS = 20_000;
 

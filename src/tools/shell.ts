@@ -1,11 +1,11 @@
 import { z } from "zod";
 import { GuardRefusal } from "../security/guard-refusal.js";
-import { ensureWorkspace } from "./path-guard.js";
 import { resolveToolPath } from "../security/path-resolver.js";
 import { toolSandbox } from "../security/sandbox.js";
 import { sanitizedEnv } from "../security/shell-env.js";
 import { checkShellPolicy } from "../security/shell-policy.js";
 import { defineTool, ToolError } from "./define-tool.js";
+import { ensureWorkspace } from "./path-guard.js";
 import { runProcess } from "./process/run-process.js";
 
 const PARTIAL_OUTPUT_CHARS = 4000;

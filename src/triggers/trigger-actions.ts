@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
 import type { AgentRunner } from "../core/agent-runner.js";
-import { errorMessage } from "../lib/errors.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
 import type { Approver, ToolRuntime } from "../core/tool-runtime.js";
 import type { ReplyTarget } from "../core/types.js";
+import { errorMessage } from "../lib/errors.js";
 import type { Notifier } from "../notify/pushover.js";
 import { mayDeliverNow, promptJobToolSet } from "../scheduler/job-authority.js";
 import { shellOutputText } from "../scheduler/report.js";

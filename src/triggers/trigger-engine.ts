@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import { errorMessage } from "../lib/errors.js";
 import type { EventPublisher } from "../core/events.js";
+import { errorMessage } from "../lib/errors.js";
 import { compilePredicate, type Predicate } from "./predicate.js";
 import { RateGate } from "./rate-gate.js";
 import type { TriggerCounts, TriggerDefinition, TriggerEvent, TriggerResult } from "./trigger.js";

@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
-import { errorMessage } from "../lib/errors.js";
 import type { EventPublisher } from "../core/events.js";
 import type { PinEdge } from "../hardware/gpio-service.js";
 import type { HardwareService } from "../hardware/hardware-service.js";
+import { errorMessage } from "../lib/errors.js";
 import { compileCron, cronProblem } from "../scheduler/cron-expression.js";
 import type { KvRepository } from "../store/kv.js";
 import { linearRegex } from "./linear-regex.js";

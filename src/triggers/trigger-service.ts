@@ -6,9 +6,9 @@ import {
   triggerActionSchema,
   triggerSourceSchema,
 } from "../config/sections/triggers.js";
-import { ConfigError } from "../lib/errors.js";
 import { type AuthorityPort, ownerIdentity, type SenderIdentity } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
+import { ConfigError } from "../lib/errors.js";
 import type { JobCreator } from "../scheduler/job.js";
 import { deliverRuleText } from "../scheduler/job-authority.js";
 import type { KvRepository } from "../store/kv.js";

@@ -11,7 +11,6 @@ import {
   writeSync,
 } from "node:fs";
 import path from "node:path";
-import { type InstanceInfo, readInstance, runningInstance } from "./instance.js";
 import type { MagpieConfig } from "../config/schema.js";
 import { errorMessage } from "../lib/errors.js";
 import { moveDatabaseAside, restoreDatabase } from "../store/restore.js";
@@ -25,6 +24,7 @@ import {
   pointInstallAt,
   releaseName,
 } from "./install.js";
+import { type InstanceInfo, readInstance, runningInstance } from "./instance.js";
 import { tellOwner } from "./notice.js";
 import { environmentOf, isAlive } from "./process-info.js";
 import { installRelease, type Release, resolveTarget } from "./release.js";

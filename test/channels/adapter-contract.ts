@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ChannelSendError, MagpieError } from "../../src/lib/errors.js";
 import type { ChannelAdapter, ReplyTarget } from "../../src/core/types.js";
+import { ChannelSendError, MagpieError } from "../../src/lib/errors.js";
 import { waitFor } from "../fakes/http-util.js";
 import { RecordingSink } from "./helpers.js";
 

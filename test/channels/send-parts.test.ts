@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { Pacer } from "../../channels/format/pacer.js";
 import { formattedOrPlain, type PartSender, sendParts } from "../../channels/send-parts.js";
-import { ChannelSendError } from "../../src/lib/errors.js";
 import type { Button, ReplyTarget } from "../../src/core/types.js";
+import { ChannelSendError } from "../../src/lib/errors.js";
 
 const target: ReplyTarget = { channel: "test", chatId: "chat-1", replyToMessageId: "m-0" };
 const LIMIT = 40;

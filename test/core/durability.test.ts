@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ChannelSendError } from "../../src/lib/errors.js";
 import { INTERRUPTED_REPLY } from "../../src/core/no-llm.js";
+import { ChannelSendError } from "../../src/lib/errors.js";
 import { Store } from "../../src/store/index.js";
 import { reply, startOpenAiFake } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";

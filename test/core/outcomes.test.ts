@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { usageFeature } from "../../src/app/usage-feature.js";
-import { ChannelSendError } from "../../src/lib/errors.js";
 import { type EventBase, magpieEvents } from "../../src/core/events.js";
+import { ChannelSendError } from "../../src/lib/errors.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 import { RecordingChannel } from "../helpers/recording-channel.js";

@@ -5,8 +5,8 @@ import { mountDashboard } from "../../src/dashboard/create-dashboard.js";
 import { registerHealthRoutes } from "../../src/http/health.js";
 import { HttpServer } from "../../src/http/server.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { ChatApprovalGate } from "../../src/security/approval-gate.js";
 import { Redactor } from "../../src/log/redact.js";
+import { ChatApprovalGate } from "../../src/security/approval-gate.js";
 import { Store } from "../../src/store/index.js";
 
 const TOKEN = "test-dashboard-token-0123456789";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
-import { ConfigError } from "../../src/lib/errors.js";
 import { unpinnedPackage } from "../../src/config/package-pin.js";
+import { ConfigError } from "../../src/lib/errors.js";
 
 const FS = "@modelcontextprotocol/server-filesystem";
 

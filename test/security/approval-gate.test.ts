@@ -2,9 +2,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Messenger } from "../../src/core/messenger.js";
 import type { InboundMessage, OutboundMessage, ReplyTarget } from "../../src/core/types.js";
 import { silentLogger } from "../../src/log/logger.js";
+import { Redactor } from "../../src/log/redact.js";
 import { approvalCommands } from "../../src/security/approval-commands.js";
 import { ChatApprovalGate } from "../../src/security/approval-gate.js";
-import { Redactor } from "../../src/log/redact.js";
 import { Store } from "../../src/store/index.js";
 
 class RecordingMessenger implements Messenger {

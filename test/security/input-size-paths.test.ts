@@ -8,9 +8,9 @@ import { type Dialect, renderMarkdown } from "../../channels/format/markdown.js"
 import { renderForTerminal } from "../../channels/format/terminal.js";
 import { estimateMessageTokens, recentWithinBudget } from "../../src/core/compaction.js";
 import { parseTextToolCalls } from "../../src/core/text-tool-calls.js";
+import { revealInvisible } from "../../src/lib/reveal-invisible.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { Redactor } from "../../src/log/redact.js";
-import { revealInvisible } from "../../src/lib/reveal-invisible.js";
 import { checkShellPolicy } from "../../src/security/shell-policy.js";
 import type { StoredMessage } from "../../src/store/history.js";
 import type { Tool } from "../../src/tools/define-tool.js";

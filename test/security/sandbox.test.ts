@@ -7,10 +7,10 @@ import { loadConfig } from "../../src/config/load.js";
 import type { MagpieConfig } from "../../src/config/schema.js";
 import { ownerIdentity } from "../../src/core/identity.js";
 import { silentLogger } from "../../src/log/logger.js";
+import { Redactor } from "../../src/log/redact.js";
 import type { Job } from "../../src/scheduler/job.js";
 import { createJobExecutor } from "../../src/scheduler/job-executor.js";
 import { installDir } from "../../src/security/magpie-state.js";
-import { Redactor } from "../../src/log/redact.js";
 import {
   probeSandbox,
   requireSandboxStatus,

@@ -3,8 +3,8 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { InstanceInfo } from "../../src/upgrade/instance.js";
 import { syntheticTurn, waitReady } from "../../src/upgrade/checks.js";
+import type { InstanceInfo } from "../../src/upgrade/instance.js";
 import type { UpgradeError } from "../../src/upgrade/upgrade-error.js";
 import { closeServer, listen } from "../fakes/http-util.js";
 

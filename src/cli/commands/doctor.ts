@@ -1,8 +1,8 @@
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { enabledChannelEntries, sectionOf } from "../../../channels/catalog.js";
 import type { MagpieConfig } from "../../config/schema.js";
-import { errorMessage } from "../../lib/errors.js";
 import { hardwareChecks } from "../../hardware/device-checks.js";
+import { errorMessage } from "../../lib/errors.js";
 import { type ChainEntry, chainEntries, entryBaseUrl } from "../../llm/chain-entries.js";
 import { isLlmConfigured } from "../../llm/create-model.js";
 import { voiceChecks } from "../../voice/voice-doctor.js";

@@ -1,8 +1,8 @@
 import { parseArgs } from "node:util";
 import { describeReloadOutcome, type ReloadOutcome, readReloadOutcome } from "../../app/reload-result.js";
 import { checkTriggerPredicates } from "../../triggers/check-predicates.js";
-import type { CliCommand } from "../cli-env.js";
 import { runningInstance } from "../../upgrade/instance.js";
+import type { CliCommand } from "../cli-env.js";
 
 const USAGE = `Usage: magpie reload [--timeout <seconds>]
   Checks the config file, then has the running Magpie re-read it (SIGHUP) and prints what it applied, what

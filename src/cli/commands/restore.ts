@@ -1,8 +1,8 @@
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { RestoreError, restoreDatabase } from "../../store/restore.js";
-import type { CliCommand } from "../cli-env.js";
 import { runningInstance } from "../../upgrade/instance.js";
+import type { CliCommand } from "../cli-env.js";
 
 const USAGE = `Usage: magpie restore <file>
   Puts a backup (from magpie backup) back as the database. Magpie must be stopped.
