@@ -1,5 +1,6 @@
 import { ImapFlow } from "imapflow";
 import nodemailer, { type Transporter } from "nodemailer";
+import { z } from "zod";
 import type {
   Attachment,
   AttachmentKind,
@@ -43,6 +44,9 @@ export const UNVERIFIED_PREFIX = "unverified:";
 type MailServer = NonNullable<EmailConfig["imap"]>;
 
 /** Where the adapter left the mailbox: UIDs are only meaningful with the UIDVALIDITY they were read under. */
+const mailboxCursorSchema = z.object({ uidValidity: z.string(), lastUid: z.number(), lastAt: z.number() });
+const threadStateSchema = z.object({ subject: z.string(), references: z.array(z.string()) });
+
 interface MailboxCursor {
   uidValidity: string;
   lastUid: number;
@@ -253,7 +257,7 @@ export class EmailChannel implements ChannelAdapter {
     const mailbox = client.mailbox;
     if (!mailbox) return;
     const uidValidity = String(mailbox.uidValidity);
-    const stored = this.deps.store.kv.get<MailboxCursor>(this.cursorKey());
+    const stored = this.deps.store.kv.get(this.cursorKey(), mailboxCursorSchema);
     let uids: number[];
     if (!stored) {
       this.saveCursor({ uidValidity, lastUid: Math.max(0, mailbox.uidNext - 1), lastAt: Date.now() });
@@ -279,7 +283,7 @@ export class EmailChannel implements ChannelAdapter {
         // Anything else is this mail's own trouble: it is skipped, and every later mail still gets its turn.
         this.deps.logger.warn({ uid, err: errorMessage(error) }, "mail skipped: it could not be handled");
       }
-      const current = this.deps.store.kv.get<MailboxCursor>(this.cursorKey());
+      const current = this.deps.store.kv.get(this.cursorKey(), mailboxCursorSchema);
       this.saveCursor({
         uidValidity,
         lastUid: Math.max(uid, current?.lastUid ?? 0),
@@ -432,7 +436,7 @@ export class EmailChannel implements ChannelAdapter {
 
   async send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
     const thread = target.threadId
-      ? this.deps.store.kv.get<ThreadState>(this.threadKey(target.chatId, target.threadId))
+      ? this.deps.store.kv.get(this.threadKey(target.chatId, target.threadId), threadStateSchema)
       : undefined;
     const references = thread?.references ?? (target.threadId ? [target.threadId] : []);
     const inReplyTo = target.replyToMessageId ?? references.at(-1);

@@ -1,5 +1,6 @@
 import { createClient, type MatrixClient, MatrixError, Method } from "matrix-js-sdk";
 import type { Logger as SdkLogger } from "matrix-js-sdk/lib/logger.js";
+import { z } from "zod";
 import type {
   Attachment,
   AttachmentKind,
@@ -167,7 +168,7 @@ export class MatrixChannel implements ChannelAdapter {
 
   private async syncLoop(): Promise<void> {
     let failures = 0;
-    let since = this.deps.store.kv.get<string>(this.sinceKey);
+    let since = this.deps.store.kv.get(this.sinceKey, z.string());
     while (!this.stopped) {
       try {
         const response = await this.client.http.authedRequest<SyncResponse>(
@@ -375,7 +376,7 @@ export class MatrixChannel implements ChannelAdapter {
    */
   private async noticeEncryption(roomId: string): Promise<void> {
     const key = `matrix.e2ee-notice.${roomId}`;
-    if (this.deps.store.kv.get<boolean>(key)) return;
+    if (this.deps.store.kv.get(key, z.boolean())) return;
     this.deps.store.kv.set(key, true);
     const url = `${this.config.homeserverUrl}/_matrix/client/v3/rooms/${enc(roomId)}/send/m.room.message/${this.nextTxn()}`;
     const response = await fetch(url, {

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type {
   AcceptResult,
   Button,
@@ -13,6 +14,20 @@ import type {
 import type { KvRepository } from "../src/store/kv.js";
 
 /** One line of a web chat as the dashboard shows it. */
+const webChatEntrySchema = z.object({
+  id: z.string(),
+  from: z.enum(["owner", "magpie"]),
+  text: z.string(),
+  at: z.number(),
+  buttons: z
+    .array(
+      z.array(
+        z.object({ id: z.string(), label: z.string(), style: z.enum(["primary", "danger"]).optional() }),
+      ),
+    )
+    .optional(),
+});
+
 export interface WebChatEntry {
   id: string;
   from: "owner" | "magpie";
@@ -152,7 +167,7 @@ export class WebChannel implements ChannelAdapter {
   transcript(chatId = WEB_CHAT_ID): WebChatEntry[] {
     const cached = this.cache.get(chatId);
     if (cached) return cached.map((entry) => ({ ...entry }));
-    const stored = this.kv.get<WebChatEntry[]>(TRANSCRIPT_KEY_PREFIX + chatId) ?? [];
+    const stored = this.kv.get(TRANSCRIPT_KEY_PREFIX + chatId, z.array(webChatEntrySchema)) ?? [];
     this.cache.set(chatId, stored);
     return stored.map((entry) => ({ ...entry }));
   }

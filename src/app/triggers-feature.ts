@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { ConfigError } from "../lib/errors.js";
 import { createPhoneNotifier } from "../notify/phone.js";
 import { SeenSignatures } from "../triggers/seen-signatures.js";
@@ -61,7 +62,7 @@ async function loadRuntime(app: AppContext, definitions: TriggerDefinition[]): P
   const { newClientIdPrefix } = await import("../triggers/mqtt-hub.js");
   const { config } = app;
   const logger = app.logger.child({ module: "triggers" });
-  let clientId = app.store.kv.get<string>(MQTT_CLIENT_ID_KEY);
+  let clientId = app.store.kv.get(MQTT_CLIENT_ID_KEY, z.string());
   if (!clientId) {
     clientId = newClientIdPrefix();
     app.store.kv.set(MQTT_CLIENT_ID_KEY, clientId);

@@ -19,7 +19,7 @@ export const undeliverableFeature: MagpieFeature = {
     const tellOwner = ownerAlerter(app, logger);
     const alert = (channel: string, chatId: string, inboxId: number, cause: string) => {
       const key = incidentKey(channel, chatId);
-      if (store.kv.get(key) !== undefined) return;
+      if (store.kv.has(key)) return;
       store.kv.set(key, { since: app.clock.now(), inboxId });
       const text = `Magpie can't deliver replies to ${channel} chat ${chatId} (${cause.slice(0, 200)}). Run \`magpie trace ${inboxId}\` to read the reply; this is said once until a reply gets through there again.`;
       logger.warn({ channel, chatId, inboxId, cause }, "chat-undeliverable");
@@ -44,7 +44,7 @@ export const undeliverableFeature: MagpieFeature = {
         (event) => {
           if (event.status !== "sent") return;
           const key = incidentKey(event.channel, event.chatId);
-          if (store.kv.get(key) !== undefined) store.kv.delete(key);
+          if (store.kv.has(key)) store.kv.delete(key);
         },
         onError,
       ),

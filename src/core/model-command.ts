@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { KvRepository } from "../store/kv.js";
 import type { AgentDirectory } from "./agents.js";
 import type { SlashCommand } from "./commands.js";
@@ -9,7 +10,7 @@ export function sessionModelKey(sessionKey: string): string {
 
 /** The model a chat chose with `/model <name>`, if any. */
 export function sessionModel(kv: KvRepository, sessionKey: string): string | undefined {
-  return kv.get<string>(sessionModelKey(sessionKey));
+  return kv.get(sessionModelKey(sessionKey), z.string());
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { z } from "zod";
 import type { WatchConfig } from "../config/sections/hardware.js";
 import type { SessionNote } from "../core/chat-turns.js";
 import type { Messenger } from "../core/messenger.js";
@@ -12,6 +13,14 @@ const EVENTS_KEPT = 100;
 const WINDOW_MS = 60_000;
 
 /** A recorded hardware event (kv `hardware.events`, newest last). */
+const hardwareEventSchema = z.object({
+  pin: z.string(),
+  edge: z.enum(["rising", "falling"]),
+  value: z.union([z.literal(0), z.literal(1)]),
+  at: z.string(),
+  delivered: z.array(z.string()),
+});
+
 export interface HardwareEvent {
   pin: string;
   edge: "rising" | "falling";
@@ -69,7 +78,7 @@ export class WatchEvents {
 
   /** The recorded events, newest last. */
   events(): HardwareEvent[] {
-    return this.options.kv.get<HardwareEvent[]>(EVENTS_KEY) ?? [];
+    return this.options.kv.get(EVENTS_KEY, z.array(hardwareEventSchema)) ?? [];
   }
 
   /** Handles one debounced edge. */

@@ -1,8 +1,12 @@
+import { z } from "zod";
 import type { MessageOutcome } from "../core/events.js";
 import type { InboundMessage } from "../core/types.js";
+import { parseJson } from "../lib/parse-json.js";
+import { row } from "../lib/row.js";
 import type { Db } from "./database.js";
+import { inboundMessageSchema, messageOutcomeSchema } from "./message-schemas.js";
 
-export type InboxStatus = "pending" | "processing" | "done" | "interrupted" | "failed";
+export type InboxStatus = z.infer<typeof inboxStatusSchema>;
 
 export interface InboxItem {
   id: number;
@@ -17,23 +21,30 @@ export interface InboxItem {
   finishedAt: number | null;
 }
 
-interface InboxRow {
-  id: number;
-  session_key: string;
-  status: InboxStatus;
-  payload: string;
-  outcome: MessageOutcome | null;
-  outcome_cause: string | null;
-  received_at: number;
-  started_at: number | null;
-  finished_at: number | null;
-}
+const inboxStatusSchema = z.enum(["pending", "processing", "done", "interrupted", "failed"]);
+
+const inboxRows = row(
+  z.object({
+    id: z.number(),
+    session_key: z.string(),
+    status: inboxStatusSchema,
+    payload: z.string(),
+    outcome: messageOutcomeSchema.nullable(),
+    outcome_cause: z.string().nullable(),
+    received_at: z.number(),
+    started_at: z.number().nullable(),
+    finished_at: z.number().nullable(),
+  }),
+  "inbox",
+);
+
+type InboxRow = NonNullable<ReturnType<typeof inboxRows.one>>;
 
 const toItem = (row: InboxRow): InboxItem => ({
   id: row.id,
   sessionKey: row.session_key,
   status: row.status,
-  message: JSON.parse(row.payload) as InboundMessage,
+  message: parseJson(row.payload, inboundMessageSchema, "inbox payload"),
   outcome: row.outcome ?? null,
   outcomeCause: row.outcome_cause ?? null,
   receivedAt: row.received_at,
@@ -65,8 +76,8 @@ export class InboxRepository {
   }
 
   get(id: number): InboxItem | undefined {
-    const row = this.db.prepare("SELECT * FROM inbox WHERE id = ?").get(id) as InboxRow | undefined;
-    return row ? toItem(row) : undefined;
+    const found = inboxRows.one(this.db.prepare("SELECT * FROM inbox WHERE id = ?").get(id));
+    return found ? toItem(found) : undefined;
   }
 
   setStatus(ids: number[], status: InboxStatus, at = Date.now()): void {
@@ -97,15 +108,17 @@ export class InboxRepository {
    * unique per chat only keeps them as `<chatId>:<id>` (Telegram), found either way.
    */
   findByMessage(channel: string, chatId: string, messageId: string): InboxItem | undefined {
-    const rows = this.db
-      .prepare("SELECT * FROM inbox WHERE channel = ? AND message_id IN (?, ?)")
-      .all(channel, messageId, `${chatId}:${messageId}`) as InboxRow[];
+    const rows = inboxRows.all(
+      this.db
+        .prepare("SELECT * FROM inbox WHERE channel = ? AND message_id IN (?, ?)")
+        .all(channel, messageId, `${chatId}:${messageId}`),
+    );
     return rows.map(toItem).find((item) => item.message.chatId === chatId);
   }
 
   /** The newest messages, newest first; of one chat when `chat` is given. */
   recent(limit: number, chat?: { channel: string; chatId: string }): InboxItem[] {
-    const rows = (
+    const rows = inboxRows.all(
       chat
         ? this.db
             .prepare(
@@ -117,27 +130,28 @@ export class InboxRepository {
               `${escapeLike(`${chat.channel}:${chat.chatId}`)}:%`,
               limit,
             )
-        : this.db.prepare("SELECT * FROM inbox ORDER BY id DESC LIMIT ?").all(limit)
-    ) as InboxRow[];
+        : this.db.prepare("SELECT * FROM inbox ORDER BY id DESC LIMIT ?").all(limit),
+    );
     return rows.map(toItem);
   }
 
   /** Items not finished before the last shutdown, oldest first. */
   unfinished(): InboxItem[] {
-    const rows = this.db
-      .prepare("SELECT * FROM inbox WHERE status IN ('pending', 'processing') ORDER BY id")
-      .all() as InboxRow[];
+    const rows = inboxRows.all(
+      this.db.prepare("SELECT * FROM inbox WHERE status IN ('pending', 'processing') ORDER BY id").all(),
+    );
     return rows.map(toItem);
   }
 
   countByStatus(): Record<string, number> {
-    const rows = this.db.prepare("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status").all() as Array<{
-      status: string;
-      n: number;
-    }>;
+    const rows = statusCounts.all(
+      this.db.prepare("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status").all(),
+    );
     return Object.fromEntries(rows.map((row) => [row.status, row.n]));
   }
 }
+
+const statusCounts = row(z.object({ status: z.string(), n: z.number() }), "inbox status count");
 
 function escapeLike(text: string): string {
   return text.replace(/[\\%_]/g, (char) => `\\${char}`);

@@ -1,14 +1,26 @@
+import { z } from "zod";
+import { parseJson } from "../lib/parse-json.js";
+import { row } from "../lib/row.js";
 import type { Db } from "./database.js";
+
+const valueRow = row(z.object({ value: z.string() }), "kv");
 
 /** A small key-value table for state that doesn't deserve its own (offsets, flags). */
 export class KvRepository {
   constructor(private readonly db: Db) {}
 
-  get<T>(key: string): T | undefined {
-    const row = this.db.prepare("SELECT value FROM kv WHERE key = ?").get(key) as
-      | { value: string }
-      | undefined;
-    return row ? (JSON.parse(row.value) as T) : undefined;
+  /**
+   * The value under `key` checked against `schema` (undefined when there is none). A stored value of another
+   * shape is a bug or a hand-edited database: it throws a `JsonShapeError` naming the key, never passes as cast.
+   */
+  get<T>(key: string, schema: z.ZodType<T>): T | undefined {
+    const stored = valueRow.one(this.db.prepare("SELECT value FROM kv WHERE key = ?").get(key));
+    return stored ? parseJson(stored.value, schema, `kv "${key}"`) : undefined;
+  }
+
+  /** Whether anything is stored under `key`. */
+  has(key: string): boolean {
+    return this.db.prepare("SELECT 1 FROM kv WHERE key = ?").get(key) !== undefined;
   }
 
   set(key: string, value: unknown): void {

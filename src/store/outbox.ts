@@ -1,7 +1,12 @@
+import { z } from "zod";
 import type { OutboundMessage, ReplyTarget } from "../core/types.js";
+import { parseJson } from "../lib/parse-json.js";
+import { row } from "../lib/row.js";
 import type { Db } from "./database.js";
+import { messageIdsSchema, outboundMessageSchema } from "./message-schemas.js";
 
-export type OutboxOrigin = "reply" | "command" | "notice" | "cron" | "message" | "approval" | "pairing";
+const outboxOriginSchema = z.enum(["reply", "command", "notice", "cron", "message", "approval", "pairing"]);
+export type OutboxOrigin = z.infer<typeof outboxOriginSchema>;
 
 export interface OutboxItem {
   id: number;
@@ -17,22 +22,30 @@ export interface OutboxItem {
   lastError: string | null;
 }
 
-interface OutboxRow {
-  id: number;
-  channel: string;
-  chat_id: string;
-  thread_id: string | null;
-  reply_to_message_id: string | null;
-  payload: string;
-  origin: OutboxOrigin;
-  inbox_id: number | null;
-  status: OutboxItem["status"];
-  attempts: number;
-  next_attempt_at: number;
-  parts_sent: number;
-  platform_message_ids: string;
-  last_error: string | null;
-}
+const outboxRows = row(
+  z.object({
+    id: z.number(),
+    channel: z.string(),
+    chat_id: z.string(),
+    thread_id: z.string().nullable(),
+    reply_to_message_id: z.string().nullable(),
+    payload: z.string(),
+    origin: outboxOriginSchema,
+    inbox_id: z.number().nullable(),
+    status: z.enum(["pending", "sent", "failed"]),
+    attempts: z.number(),
+    next_attempt_at: z.number(),
+    parts_sent: z.number(),
+    platform_message_ids: z.string(),
+    last_error: z.string().nullable(),
+  }),
+  "outbox",
+);
+
+type OutboxRow = NonNullable<ReturnType<typeof outboxRows.one>>;
+
+const earliest = row(z.object({ at: z.number().nullable() }), "outbox next attempt");
+const count = row(z.object({ n: z.number() }), "outbox count");
 
 const toItem = (row: OutboxRow): OutboxItem => ({
   id: row.id,
@@ -42,14 +55,14 @@ const toItem = (row: OutboxRow): OutboxItem => ({
     threadId: row.thread_id ?? undefined,
     replyToMessageId: row.reply_to_message_id ?? undefined,
   },
-  message: JSON.parse(row.payload) as OutboundMessage,
+  message: parseJson(row.payload, outboundMessageSchema, "outbox payload"),
   origin: row.origin,
   inboxId: row.inbox_id,
   status: row.status,
   attempts: row.attempts,
   nextAttemptAt: row.next_attempt_at,
   partsSent: row.parts_sent,
-  platformMessageIds: JSON.parse(row.platform_message_ids) as string[],
+  platformMessageIds: parseJson(row.platform_message_ids, messageIdsSchema, "outbox message ids"),
   lastError: row.last_error,
 });
 
@@ -86,32 +99,32 @@ export class OutboxRepository {
   }
 
   get(id: number): OutboxItem | undefined {
-    const row = this.db.prepare("SELECT * FROM outbox WHERE id = ?").get(id) as OutboxRow | undefined;
-    return row ? toItem(row) : undefined;
+    const found = outboxRows.one(this.db.prepare("SELECT * FROM outbox WHERE id = ?").get(id));
+    return found ? toItem(found) : undefined;
   }
 
   /** Pending items due at `now`, oldest first. */
   due(now: number, limit = 50): OutboxItem[] {
-    const rows = this.db
-      .prepare("SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?")
-      .all(now, limit) as OutboxRow[];
+    const rows = outboxRows.all(
+      this.db
+        .prepare("SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?")
+        .all(now, limit),
+    );
     return rows.map(toItem);
   }
 
   /** Earliest next attempt among pending items, or null when none are pending. */
   nextDueAt(): number | null {
-    const row = this.db
-      .prepare("SELECT MIN(next_attempt_at) AS at FROM outbox WHERE status = 'pending'")
-      .get() as {
-      at: number | null;
-    };
-    return row.at;
+    const found = earliest.one(
+      this.db.prepare("SELECT MIN(next_attempt_at) AS at FROM outbox WHERE status = 'pending'").get(),
+    );
+    return found?.at ?? null;
   }
 
   pendingCount(): number {
     return (
-      this.db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'").get() as { n: number }
-    ).n;
+      count.one(this.db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'").get())?.n ?? 0
+    );
   }
 
   recordPart(id: number, partIndex: number, platformMessageId: string): void {

@@ -1,18 +1,23 @@
 import type Database from "better-sqlite3";
+import { z } from "zod";
 import type { MessageOutcome } from "../core/events.js";
+import { parseJson } from "../lib/parse-json.js";
+import { row as rowOf } from "../lib/row.js";
 import type { Db } from "./database.js";
 import type { InboxItem } from "./inbox.js";
 
 /** What a trace row records (from the core's events). */
-export type TraceKind =
-  | "access"
-  | "received"
-  | "turn_started"
-  | "turn_finished"
-  | "llm"
-  | "tool"
-  | "delivery"
-  | "outcome";
+const traceKindSchema = z.enum([
+  "access",
+  "received",
+  "turn_started",
+  "turn_finished",
+  "llm",
+  "tool",
+  "delivery",
+  "outcome",
+]);
+export type TraceKind = z.infer<typeof traceKindSchema>;
 
 export interface TraceRow {
   at: number;
@@ -26,18 +31,50 @@ export interface TraceRow {
   data: Record<string, unknown>;
 }
 
-interface StoredRow {
-  id: number;
-  at: number;
-  kind: TraceKind;
-  inbox_id: number | null;
-  turn_id: string | null;
-  outbox_id: number | null;
-  channel: string | null;
-  chat_id: string | null;
-  message_id: string | null;
-  data: string;
-}
+const storedRows = rowOf(
+  z.object({
+    id: z.number(),
+    at: z.number(),
+    kind: traceKindSchema,
+    inbox_id: z.number().nullable(),
+    turn_id: z.string().nullable(),
+    outbox_id: z.number().nullable(),
+    channel: z.string().nullable(),
+    chat_id: z.string().nullable(),
+    message_id: z.string().nullable(),
+    data: z.string(),
+  }),
+  "trace_events",
+);
+
+type StoredRow = NonNullable<ReturnType<typeof storedRows.one>>;
+
+const turnIdValues = rowOf(z.string(), "trace turn id");
+
+const deliveryRows = rowOf(
+  z.object({
+    id: z.number(),
+    origin: z.string(),
+    status: z.string(),
+    attempts: z.number(),
+    parts_sent: z.number(),
+    platform_message_ids: z.string(),
+    last_error: z.string().nullable(),
+    created_at: z.number(),
+    sent_at: z.number().nullable(),
+    payload: z.string(),
+  }),
+  "outbox",
+);
+
+/** What trace rows keep as JSON: any object (each kind reads its own fields, with defaults). */
+const traceData = z.record(z.string(), z.unknown());
+const accessData = z.looseObject({
+  userId: z.string().optional(),
+  verdict: z.string().optional(),
+  reason: z.string().optional(),
+});
+const payloadText = z.looseObject({ text: z.string().optional() });
 
 /** A refused message as trace keeps it: metadata only, never its text. */
 export interface RefusedMessage {
@@ -81,13 +118,14 @@ export class TraceRepository {
       .prepare(
         "SELECT * FROM trace_events WHERE kind = 'access' AND channel = ? AND chat_id = ? AND message_id IN (?, ?) ORDER BY id DESC LIMIT 1",
       )
-      .get(channel, chatId, messageId, `${chatId}:${messageId}`) as StoredRow | undefined;
-    return row ? toRefused(row) : undefined;
+      .get(channel, chatId, messageId, `${chatId}:${messageId}`);
+    const found = storedRows.one(row);
+    return found ? toRefused(found) : undefined;
   }
 
   /** Refused messages, newest first; of one chat when given. */
   refused(limit: number, chat?: { channel: string; chatId: string }): RefusedMessage[] {
-    const rows = (
+    const rows = storedRows.all(
       chat
         ? this.db
             .prepare(
@@ -98,67 +136,64 @@ export class TraceRepository {
             .prepare(
               "SELECT * FROM trace_events WHERE kind = 'access' AND json_extract(data, '$.verdict') != 'allowed' ORDER BY id DESC LIMIT ?",
             )
-            .all(limit)
-    ) as StoredRow[];
+            .all(limit),
+    );
     return rows.map(toRefused);
   }
 
   /** The turn ids that answered an inbox message. */
   turnsOf(inboxId: number): string[] {
-    return this.db
-      .prepare(
-        "SELECT DISTINCT turn_id FROM trace_events WHERE kind = 'turn_started' AND inbox_id = ? AND turn_id IS NOT NULL",
-      )
-      .pluck()
-      .all(inboxId) as string[];
+    return turnIdValues.all(
+      this.db
+        .prepare(
+          "SELECT DISTINCT turn_id FROM trace_events WHERE kind = 'turn_started' AND inbox_id = ? AND turn_id IS NOT NULL",
+        )
+        .pluck()
+        .all(inboxId),
+    );
   }
 
   /** Every row of these turns (delegations, spawned tasks and follow-ups share their cause's id), in order. */
   rowsOfTurns(turnIds: string[]): Array<TraceRow & { id: number }> {
     if (turnIds.length === 0) return [];
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM trace_events WHERE turn_id IN (${turnIds.map(() => "?").join(", ")}) ORDER BY at, id`,
-      )
-      .all(...turnIds) as StoredRow[];
+    const rows = storedRows.all(
+      this.db
+        .prepare(
+          `SELECT * FROM trace_events WHERE turn_id IN (${turnIds.map(() => "?").join(", ")}) ORDER BY at, id`,
+        )
+        .all(...turnIds),
+    );
     return rows.map(toRow);
   }
 
   /** The outbox items that answer an inbox message, in order. */
   outboxOf(inboxId: number): TracedDelivery[] {
-    const rows = this.db
-      .prepare("SELECT * FROM outbox WHERE inbox_id = ? ORDER BY id")
-      .all(inboxId) as Array<{
-      id: number;
-      origin: string;
-      status: string;
-      attempts: number;
-      parts_sent: number;
-      platform_message_ids: string;
-      last_error: string | null;
-      created_at: number;
-      sent_at: number | null;
-      payload: string;
-    }>;
+    const rows = deliveryRows.all(
+      this.db.prepare("SELECT * FROM outbox WHERE inbox_id = ? ORDER BY id").all(inboxId),
+    );
     return rows.map((row) => ({
       outboxId: row.id,
       origin: row.origin,
       status: row.status,
       attempts: row.attempts,
       parts: row.parts_sent,
-      platformMessageIds: (JSON.parse(row.platform_message_ids) as string[]).filter(Boolean),
+      platformMessageIds: parseJson(
+        row.platform_message_ids,
+        z.array(z.string()),
+        "outbox message ids",
+      ).filter(Boolean),
       lastError: row.last_error,
       createdAt: row.created_at,
       sentAt: row.sent_at,
-      text: (JSON.parse(row.payload) as { text?: string }).text ?? "",
+      text: parseJson(row.payload, payloadText, "outbox payload").text ?? "",
     }));
   }
 
   /** An inbox message's own rows (received, deliveries, outcomes). */
   rowsOfInbox(inboxId: number): Array<TraceRow & { id: number }> {
-    const rows = this.db
-      .prepare("SELECT * FROM trace_events WHERE inbox_id = ? ORDER BY at, id")
-      .all(inboxId) as StoredRow[];
+    const rows = storedRows.all(
+      this.db.prepare("SELECT * FROM trace_events WHERE inbox_id = ? ORDER BY at, id").all(inboxId),
+    );
     return rows.map(toRow);
   }
 }
@@ -174,12 +209,12 @@ function toRow(row: StoredRow): TraceRow & { id: number } {
     channel: row.channel,
     chatId: row.chat_id,
     messageId: row.message_id,
-    data: JSON.parse(row.data) as Record<string, unknown>,
+    data: parseJson(row.data, traceData, "trace data"),
   };
 }
 
 function toRefused(row: StoredRow): RefusedMessage {
-  const data = JSON.parse(row.data) as { userId?: string; verdict?: string; reason?: string };
+  const data = parseJson(row.data, accessData, "trace access data");
   return {
     at: row.at,
     channel: row.channel ?? "",
@@ -335,7 +370,7 @@ export function traceOf(trace: TraceRepository, item: InboxItem): MessageTrace {
       if (!turn) continue;
       turn.finishedAt = row.at;
       turn.status = String(data.status ?? "");
-      turn.errorCode = (data.errorCode as string | undefined) ?? null;
+      turn.errorCode = typeof data.errorCode === "string" ? data.errorCode : null;
       turn.durationMs = Number(data.durationMs ?? 0);
       turn.iterations = Number(data.iterations ?? 0);
       open.splice(open.indexOf(turn), 1);
@@ -354,7 +389,7 @@ export function traceOf(trace: TraceRepository, item: InboxItem): MessageTrace {
         costUsd: typeof data.costUsd === "number" ? data.costUsd : null,
         latencyMs: Number(data.latencyMs ?? 0),
         fallback: data.fallback === true,
-        errorCode: (data.errorCode as string | undefined) ?? null,
+        errorCode: typeof data.errorCode === "string" ? data.errorCode : null,
       });
     } else if (row.kind === "tool") {
       const steps = (open[open.length - 1] ?? current)?.steps ?? early;
@@ -364,7 +399,7 @@ export function traceOf(trace: TraceRepository, item: InboxItem): MessageTrace {
         tool: String(data.tool ?? ""),
         verdict: String(data.verdict ?? ""),
         ok: data.ok === true,
-        errorCode: (data.errorCode as string | undefined) ?? null,
+        errorCode: typeof data.errorCode === "string" ? data.errorCode : null,
         durationMs: Number(data.durationMs ?? 0),
       });
     }

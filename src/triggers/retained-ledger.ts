@@ -46,7 +46,7 @@ export class RetainedLedger {
   private load(trigger: string): Map<string, string> {
     let seen = this.cache.get(trigger);
     if (!seen) {
-      const parsed = rowSchema.safeParse(this.kv.get<unknown>(KEY_PREFIX + trigger));
+      const parsed = rowSchema.safeParse(this.kv.get(KEY_PREFIX + trigger, z.unknown()));
       seen = new Map(parsed.success ? parsed.data : []);
       this.cache.set(trigger, seen);
     }

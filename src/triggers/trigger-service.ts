@@ -326,7 +326,7 @@ export class TriggerService {
   }
 
   private stored(): TriggerDefinition[] {
-    const rows = this.deps.kv.get<unknown>(CHAT_TRIGGERS_KEY);
+    const rows = this.deps.kv.get(CHAT_TRIGGERS_KEY, z.unknown());
     if (!Array.isArray(rows)) return [];
     return rows.flatMap((row) => {
       const parsed = storedTriggerSchema.safeParse(row);

@@ -16,7 +16,7 @@ import type { Speech, Synthesizer } from "./speech.js";
 /** Longest text spoken (OpenAI's /audio/speech takes 4,096 characters); the rest is in the text reply. */
 const MAX_SPOKEN_CHARS = 4000;
 
-import type { VoiceMode } from "../config/sections/voice.js";
+import { type VoiceMode, voiceModeSchema } from "../config/sections/voice.js";
 
 /** Spoken replies are kept this long for the outbox (a retry re-reads the file), then pruned. */
 const KEEP_MS = 24 * 60 * 60 * 1000;
@@ -52,7 +52,7 @@ export class VoiceReplies {
 
   /** This chat's mode: its `/voice` choice, else `voice.replies`. */
   modeOf(sessionKey: string): VoiceMode {
-    return this.deps.kv.get<VoiceMode>(voiceModeKey(sessionKey)) ?? this.deps.config.voice.replies;
+    return this.deps.kv.get(voiceModeKey(sessionKey), voiceModeSchema) ?? this.deps.config.voice.replies;
   }
 
   /** The `afterReply` hook. */

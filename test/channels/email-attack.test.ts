@@ -66,7 +66,7 @@ describe.runIf(hasDovecot())("e-mail: hostile mail against the whole app", () =>
       },
     });
     // The first scan sets the mailbox cursor: mail from then on is new.
-    await waitFor(() => testApp.app.store.kv.get("channel.email.cursor:bot:INBOX"), "the cursor", 20_000);
+    await waitFor(() => testApp.app.store.kv.has("channel.email.cursor:bot:INBOX"), "the cursor", 20_000);
   }, 60_000);
 
   afterAll(async () => {
@@ -184,7 +184,7 @@ describe.runIf(hasDovecot())("e-mail: a stranger under dmPolicy pairing", () => 
         },
       },
     });
-    await waitFor(() => testApp.app.store.kv.get("channel.email.cursor:bot:INBOX"), "the cursor", 20_000);
+    await waitFor(() => testApp.app.store.kv.has("channel.email.cursor:bot:INBOX"), "the cursor", 20_000);
   }, 60_000);
 
   afterAll(async () => {

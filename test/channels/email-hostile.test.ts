@@ -34,7 +34,7 @@ describe.runIf(hasDovecot())("e-mail: 1 MB hostile inputs in the headers and the
     });
     adapter = new EmailChannel(deps);
     await adapter.start(sink);
-    await waitFor(() => deps.store.kv.get("channel.email.cursor:bot:INBOX"), "the cursor", 20_000);
+    await waitFor(() => deps.store.kv.has("channel.email.cursor:bot:INBOX"), "the cursor", 20_000);
     loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
   }, 30_000);

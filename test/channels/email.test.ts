@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { EmailChannel, UNVERIFIED_PREFIX } from "../../channels/email.js";
 import { emailChannel } from "../../channels/email-entry.js";
 import type { Store } from "../../src/store/index.js";
@@ -258,7 +259,7 @@ describe.runIf(hasDovecot())("e-mail channel against Dovecot and an SMTP receive
       await waitFor(() => sink.messages.length === 1, "first");
       await adapter.stop();
       const key = `channel.email.cursor:bot:INBOX`;
-      const cursor = store.kv.get<{ uidValidity: string }>(key)!;
+      const cursor = store.kv.get(key, z.object({ uidValidity: z.string() }).loose())!;
       store.kv.set(key, { ...cursor, uidValidity: "1" });
       await deliver(
         dovecot,

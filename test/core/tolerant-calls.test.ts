@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import type { ChatRequestBody } from "../fakes/openai.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
@@ -142,6 +143,6 @@ describe("/model", () => {
     await channel!.receive("/model test-model");
     const [sent] = await channel!.waitForSent(1);
     expect(sent!.message.text).toBe("Only an owner can use /model.");
-    expect(magpie.store.kv.get("model:test:chat-1")).toBeUndefined();
+    expect(magpie.store.kv.get("model:test:chat-1", z.string())).toBeUndefined();
   });
 });

@@ -2,6 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { migrate, openDatabase } from "../../src/store/database.js";
 import { Store } from "../../src/store/index.js";
 import { migrations } from "../../src/store/migrations/index.js";
@@ -21,7 +22,7 @@ describe("store", () => {
     expect(migrate(store.db, migrations)).toEqual([]);
     store.close();
     const reopened = Store.open(dir);
-    expect(reopened.kv.get("missing")).toBeUndefined();
+    expect(reopened.kv.get("missing", z.unknown())).toBeUndefined();
     reopened.close();
   });
 

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { triggersFeature } from "../../src/app/triggers-feature.js";
 import { signWebhook } from "../../src/triggers/webhook-handler.js";
 import { waitFor } from "../fakes/http-util.js";
@@ -48,7 +49,7 @@ describe("chat triggers in the store", () => {
       },
       owner,
     );
-    const rows = first.app.store.kv.get<unknown[]>("triggers.chat") ?? [];
+    const rows = first.app.store.kv.get("triggers.chat", z.array(z.unknown())) ?? [];
     // A row edited by hand without a creator or an action: no trigger at all, so no hook answers for it.
     first.app.store.kv.set("triggers.chat", [
       ...rows,
