@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import v8 from "node:v8";
 import type { MagpieConfig } from "../config/schema.js";
 import { ConfigError } from "../lib/errors.js";
+import { magpieVersion } from "../lib/manifest.js";
 import type { CliCommand, CliEnv } from "./cli-env.js";
 import { terminalOutput } from "./terminal-output.js";
 
@@ -74,20 +75,6 @@ function parseCommandLine(argv: string[]): CommandLine {
   }
   if (!line.command) line.command = "start";
   return line;
-}
-
-/** The `version` of Magpie's package.json (found from this file up, in src/ or in dist/). */
-function magpieVersion(): string {
-  let directory = path.dirname(fileURLToPath(import.meta.url));
-  for (let depth = 0; depth < 5; depth++) {
-    const file = path.join(directory, "package.json");
-    if (existsSync(file)) {
-      const manifest = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version?: string };
-      if (manifest.name === "magpie" && manifest.version) return manifest.version;
-    }
-    directory = path.dirname(directory);
-  }
-  return "unknown";
 }
 
 /** Everything the CLI prints goes through these (terminal-output.ts): nothing printed can act on the terminal. */

@@ -1,4 +1,6 @@
 import type { Logger } from "pino";
+import { z } from "zod";
+import { safeParseJson } from "../lib/parse-json.js";
 import { describeLlmError } from "../llm/errors.js";
 import { estimateMessageTokens } from "../llm/tokens.js";
 import type { ChatMessage, ChatModel, CompletionResult, RequestMessage, ToolCall } from "../llm/types.js";
@@ -248,13 +250,12 @@ function callKey(call: ToolCall): string {
 }
 
 /** The tool layer's answer to a call a rule refused: `{"ok":false,"refused":true,…}` (src/tools/define-tool.ts). */
+const refusedShape = z.looseObject({ refused: z.unknown() });
+
 function isRefusedOutput(output: string): boolean {
   if (!output.startsWith('{"ok":false,"refused":true')) return false;
-  try {
-    return (JSON.parse(output) as { refused?: unknown }).refused === true;
-  } catch {
-    return false;
-  }
+  const parsed = safeParseJson(output, refusedShape);
+  return parsed.success && parsed.data.refused === true;
 }
 
 /** A 4xx other than auth and rate limits: the request itself was refused (e.g. image parts a model can't take). */

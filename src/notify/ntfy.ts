@@ -1,3 +1,5 @@
+import { z } from "zod";
+import { safeParseJson } from "../lib/parse-json.js";
 import { type Notifier, NotifyError, type PushoverMessage } from "./pushover.js";
 
 export interface NtfySettings {
@@ -20,6 +22,9 @@ const TITLE_LIMIT = 250;
  * configured server. Plain fetch, not the SSRF-guarded client: the owner chose the server, loopback included.
  * Redirects are refused, so neither the token nor the message ever reaches another host.
  */
+/** ntfy answers a publish with the message as JSON; only its id is kept (any other shape: no id). */
+const ntfyAnswer = z.looseObject({ id: z.string().optional().catch(undefined) });
+
 export function createNtfyNotifier(settings: NtfySettings): Notifier {
   const { url, topic, token } = settings;
   const configured = Boolean(url && topic);
@@ -70,12 +75,8 @@ export function createNtfyNotifier(settings: NtfySettings): Notifier {
           `ntfy refused the notification (HTTP ${response.status}): ${text.slice(0, 200)}.${hint}`,
         );
       }
-      try {
-        const id = (JSON.parse(text) as { id?: unknown }).id;
-        return typeof id === "string" ? id : "";
-      } catch {
-        return "";
-      }
+      const parsed = safeParseJson(text, ntfyAnswer, "ntfy response");
+      return parsed.success ? (parsed.data.id ?? "") : "";
     },
   };
 }

@@ -1,5 +1,7 @@
 import { createRequire } from "node:module";
+import { z } from "zod";
 import { MagpieError } from "../lib/errors.js";
+import { safeParseJson } from "../lib/parse-json.js";
 
 /** A phone notification as Pushover takes it. Priority 2 (emergency) repeats every `retry` s until `expire` s. */
 export interface PushoverMessage {
@@ -142,13 +144,17 @@ function buildBody(input: PushoverMessage): Record<string, unknown> {
   return body;
 }
 
+/** Pushover's answer; a field of another type counts as absent, as when it wasn't JSON at all. */
+const pushoverAnswer = z.looseObject({
+  status: z.number().optional().catch(undefined),
+  request: z.string().optional().catch(undefined),
+  errors: z.array(z.string()).optional().catch(undefined),
+});
+
 function judge(text: string, statusCode: number): [NotifyError | null, string?] {
-  let parsed: { status?: number; request?: string; errors?: string[] } = {};
-  try {
-    parsed = JSON.parse(text) as typeof parsed;
-  } catch {
-    // judged by status code below
-  }
+  // Not JSON, or not Pushover's shape: judged by the status code below.
+  const answer = safeParseJson(text, pushoverAnswer, "Pushover response");
+  const parsed = answer.success ? answer.data : {};
   if (statusCode >= 200 && statusCode < 300 && parsed.status === 1) return [null, parsed.request];
   const reason = parsed.errors?.join("; ") || text.slice(0, 200) || "no response body";
   if (statusCode === 400 || statusCode === 401) {

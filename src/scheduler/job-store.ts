@@ -1,47 +1,97 @@
+import { z } from "zod";
+import { parseJson } from "../lib/parse-json.js";
+import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
-import type { DeliveryResult, Job, JobRun, RunStatus, RunTrigger } from "./job.js";
+import type { Delivery, DeliveryResult, Job, JobRun, RunStatus, RunTrigger } from "./job.js";
 
-interface JobRow {
-  id: number;
-  name: string;
-  schedule_kind: "cron" | "once";
-  expression: string | null;
-  timezone: string;
-  kind: Job["kind"];
-  payload: string;
-  agent: string | null;
-  tool_set: string | null;
-  deliver: string;
-  enabled: number;
-  source: Job["source"];
-  created_by: string | null;
-  creator_channel: string;
-  creator_user_id: string;
-  creator_user_name: string | null;
-  creator_role: "owner" | "guest";
-  creator_agent: string | null;
-  creator_tools: string | null;
-  created_from: string | null;
-  next_run_at: number | null;
-  last_run_at: number | null;
-  run_requested_at: number | null;
-  completed_at: number | null;
-  created_at: number;
-}
+const replyTargetSchema = z.object({
+  channel: z.string(),
+  chatId: z.string(),
+  threadId: z.string().optional(),
+  replyToMessageId: z.string().optional(),
+});
 
-interface RunRow {
-  id: number;
-  job_id: number;
-  scheduled_at: number | null;
-  started_at: number;
-  finished_at: number | null;
-  duration_ms: number | null;
-  status: RunStatus;
-  trigger: RunTrigger;
-  output: string | null;
-  delivery: string | null;
-  delivery_state: JobRun["deliveryState"];
-}
+/** A job's delivery as stored; `pushover` absent (rows written by hand or by an early release) is off. */
+const deliverySchema: z.ZodType<Delivery, unknown> = z.object({
+  chat: replyTargetSchema.optional(),
+  pushover: z.boolean().default(false),
+  ntfy: z.boolean().optional(),
+  mode: z.enum(["always", "on_error", "on_success", "none"]),
+});
+
+const channelResult = z.object({
+  status: z.enum(["sent", "failed", "not_configured"]),
+  error: z.string().optional(),
+});
+const deliveryResultSchema: z.ZodType<DeliveryResult> = z.object({
+  chat: z
+    .object({
+      outboxId: z.number(),
+      status: z.enum(["queued", "sent", "failed"]),
+      error: z.string().optional(),
+    })
+    .optional(),
+  pushover: channelResult.optional(),
+  ntfy: channelResult.optional(),
+  alert: channelResult.optional(),
+  skipped: z.string().optional(),
+  refused: z.string().optional(),
+});
+
+const toolSetSchema = z.union([z.string(), z.array(z.string())]);
+const toolNamesSchema = z.array(z.string());
+
+const jobRows = row(
+  z.object({
+    id: z.number(),
+    name: z.string(),
+    schedule_kind: z.enum(["cron", "once"]),
+    expression: z.string().nullable(),
+    timezone: z.string(),
+    kind: z.enum(["shell", "agent", "message"]),
+    payload: z.string(),
+    agent: z.string().nullable(),
+    tool_set: z.string().nullable(),
+    deliver: z.string(),
+    enabled: z.number(),
+    source: z.enum(["chat", "config", "cli"]),
+    created_by: z.string().nullable(),
+    creator_channel: z.string(),
+    creator_user_id: z.string(),
+    creator_user_name: z.string().nullable(),
+    creator_role: z.enum(["owner", "guest"]),
+    creator_agent: z.string().nullable(),
+    creator_tools: z.string().nullable(),
+    created_from: z.string().nullable(),
+    next_run_at: z.number().nullable(),
+    last_run_at: z.number().nullable(),
+    run_requested_at: z.number().nullable(),
+    completed_at: z.number().nullable(),
+    created_at: z.number(),
+  }),
+  "cron_jobs",
+);
+type JobRow = NonNullable<ReturnType<typeof jobRows.one>>;
+
+const runRows = row(
+  z.object({
+    id: z.number(),
+    job_id: z.number(),
+    scheduled_at: z.number().nullable(),
+    started_at: z.number(),
+    finished_at: z.number().nullable(),
+    duration_ms: z.number().nullable(),
+    status: z.enum(["running", "ok", "error", "timeout", "skipped", "missed"]),
+    trigger: z.enum(["schedule", "manual", "catch_up"]),
+    output: z.string().nullable(),
+    delivery: z.string().nullable(),
+    delivery_state: z.enum(["none", "pending", "delivered", "failed"]),
+  }),
+  "cron_runs",
+);
+type RunRow = NonNullable<ReturnType<typeof runRows.one>>;
+
+const earliestRun = row(z.object({ at: z.number().nullable() }), "cron_jobs next run");
 
 const toJob = (row: JobRow): Job => ({
   id: row.id,
@@ -52,8 +102,8 @@ const toJob = (row: JobRow): Job => ({
   kind: row.kind,
   payload: row.payload,
   agent: row.agent ?? undefined,
-  toolSet: row.tool_set ? (JSON.parse(row.tool_set) as string | string[]) : undefined,
-  deliver: JSON.parse(row.deliver) as Job["deliver"],
+  toolSet: row.tool_set ? parseJson(row.tool_set, toolSetSchema, "cron_jobs.tool_set") : undefined,
+  deliver: parseJson(row.deliver, deliverySchema, "cron_jobs.deliver"),
   enabled: row.enabled === 1,
   source: row.source,
   createdBy: row.created_by ?? undefined,
@@ -65,9 +115,13 @@ const toJob = (row: JobRow): Job => ({
       role: row.creator_role,
     },
     ...(row.creator_agent ? { agent: row.creator_agent } : {}),
-    ...(row.creator_tools ? { toolNames: JSON.parse(row.creator_tools) as string[] } : {}),
+    ...(row.creator_tools
+      ? { toolNames: parseJson(row.creator_tools, toolNamesSchema, "cron_jobs.creator_tools") }
+      : {}),
   },
-  createdFrom: row.created_from ? (JSON.parse(row.created_from) as Job["createdFrom"]) : undefined,
+  createdFrom: row.created_from
+    ? parseJson(row.created_from, replyTargetSchema, "cron_jobs.created_from")
+    : undefined,
   nextRunAt: row.next_run_at,
   lastRunAt: row.last_run_at,
   runRequestedAt: row.run_requested_at,
@@ -85,7 +139,7 @@ const toRun = (row: RunRow): JobRun => ({
   status: row.status,
   trigger: row.trigger,
   output: row.output,
-  delivery: row.delivery ? (JSON.parse(row.delivery) as DeliveryResult) : null,
+  delivery: row.delivery ? parseJson(row.delivery, deliveryResultSchema, "cron_runs.delivery") : null,
   deliveryState: row.delivery_state,
 });
 
@@ -155,43 +209,47 @@ export class JobStore {
   }
 
   get(id: number): Job | undefined {
-    const row = this.db.prepare("SELECT * FROM cron_jobs WHERE id = ?").get(id) as JobRow | undefined;
-    return row ? toJob(row) : undefined;
+    const found = jobRows.one(this.db.prepare("SELECT * FROM cron_jobs WHERE id = ?").get(id));
+    return found ? toJob(found) : undefined;
   }
 
   list(): Job[] {
-    return (this.db.prepare("SELECT * FROM cron_jobs ORDER BY id").all() as JobRow[]).map(toJob);
+    return jobRows.all(this.db.prepare("SELECT * FROM cron_jobs ORDER BY id").all()).map(toJob);
   }
 
   byConfigName(name: string): Job | undefined {
-    const row = this.db.prepare("SELECT * FROM cron_jobs WHERE source = 'config' AND name = ?").get(name) as
-      | JobRow
-      | undefined;
-    return row ? toJob(row) : undefined;
+    const found = jobRows.one(
+      this.db.prepare("SELECT * FROM cron_jobs WHERE source = 'config' AND name = ?").get(name),
+    );
+    return found ? toJob(found) : undefined;
   }
 
   /** Enabled jobs whose next run is due, or that someone asked to run now (CLI). */
   due(now: number): Job[] {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM cron_jobs
+    const rows = jobRows.all(
+      this.db
+        .prepare(
+          `SELECT * FROM cron_jobs
          WHERE (enabled = 1 AND next_run_at IS NOT NULL AND next_run_at <= ?) OR run_requested_at IS NOT NULL
          ORDER BY next_run_at, id`,
-      )
-      .all(now) as JobRow[];
+        )
+        .all(now),
+    );
     return rows.map(toJob);
   }
 
   /** The earliest moment something is due, or null. */
   nextDueAt(): number | null {
-    const row = this.db
-      .prepare(
-        `SELECT MIN(at) AS at FROM (
+    const found = earliestRun.one(
+      this.db
+        .prepare(
+          `SELECT MIN(at) AS at FROM (
            SELECT MIN(next_run_at) AS at FROM cron_jobs WHERE enabled = 1
            UNION ALL SELECT MIN(run_requested_at) FROM cron_jobs)`,
-      )
-      .get() as { at: number | null };
-    return row.at;
+        )
+        .get(),
+    );
+    return found?.at ?? null;
   }
 
   setNextRun(id: number, nextRunAt: number | null, at: number): void {
@@ -269,30 +327,30 @@ export class JobStore {
   }
 
   getRun(runId: number): JobRun | undefined {
-    const row = this.db.prepare("SELECT * FROM cron_runs WHERE id = ?").get(runId) as RunRow | undefined;
-    return row ? toRun(row) : undefined;
+    const found = runRows.one(this.db.prepare("SELECT * FROM cron_runs WHERE id = ?").get(runId));
+    return found ? toRun(found) : undefined;
   }
 
   /** Newest first. */
   runs(jobId: number, limit: number): JobRun[] {
-    return (
-      this.db
-        .prepare("SELECT * FROM cron_runs WHERE job_id = ? ORDER BY id DESC LIMIT ?")
-        .all(jobId, limit) as RunRow[]
-    ).map(toRun);
+    return runRows
+      .all(
+        this.db
+          .prepare("SELECT * FROM cron_runs WHERE job_id = ? ORDER BY id DESC LIMIT ?")
+          .all(jobId, limit),
+      )
+      .map(toRun);
   }
 
   runsAwaitingDelivery(): JobRun[] {
-    return (
-      this.db
-        .prepare("SELECT * FROM cron_runs WHERE delivery_state = 'pending' ORDER BY id")
-        .all() as RunRow[]
-    ).map(toRun);
+    return runRows
+      .all(this.db.prepare("SELECT * FROM cron_runs WHERE delivery_state = 'pending' ORDER BY id").all())
+      .map(toRun);
   }
 
   /** Runs left 'running' by a crash: nothing is executing them any more. */
   interruptedRuns(): JobRun[] {
-    return (this.db.prepare("SELECT * FROM cron_runs WHERE status = 'running'").all() as RunRow[]).map(toRun);
+    return runRows.all(this.db.prepare("SELECT * FROM cron_runs WHERE status = 'running'").all()).map(toRun);
   }
 
   /** Keeps the newest `keep` runs of a job. */

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MagpieConfig } from "../config/schema.js";
+import { readManifest } from "../lib/manifest.js";
 import { expandHome, isWithin } from "./paths.js";
 
 /** Magpie's own state (DESIGN.md → Security, rule `file.magpie_state`): what the agent's tools must never reach. */
@@ -19,14 +20,7 @@ export function installDir(): string {
   if (installDirCache) return installDirCache;
   let current = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
-    const manifest = path.join(current, "package.json");
-    if (existsSync(manifest)) {
-      try {
-        if ((JSON.parse(readFileSync(manifest, "utf8")) as { name?: string }).name === "magpie") break;
-      } catch {
-        // Not a readable manifest: keep looking upwards.
-      }
-    }
+    if (readManifest(path.join(current, "package.json"))?.name === "magpie") break;
     const parent = path.dirname(current);
     if (parent === current) {
       current = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");

@@ -135,6 +135,17 @@ export class InboxRepository {
     return rows.map(toItem);
   }
 
+  /** A session's newest messages, newest first (attachment_save looks for the last one that carried files). */
+  recentOfSession(sessionKey: string, limit: number): InboxItem[] {
+    return inboxRows
+      .all(
+        this.db
+          .prepare("SELECT * FROM inbox WHERE session_key = ? ORDER BY id DESC LIMIT ?")
+          .all(sessionKey, limit),
+      )
+      .map(toItem);
+  }
+
   /** Items not finished before the last shutdown, oldest first. */
   unfinished(): InboxItem[] {
     const rows = inboxRows.all(

@@ -14,13 +14,8 @@ const RECENT_MESSAGES = 50;
 
 /** The newest message of the session that carried attachments (inbox payloads keep their metadata). */
 function latestWithAttachments(store: Store, sessionKey: string): InboundMessage | undefined {
-  const payloads = store.db
-    .prepare("SELECT payload FROM inbox WHERE session_key = ? ORDER BY id DESC LIMIT ?")
-    .pluck()
-    .all(sessionKey, RECENT_MESSAGES) as string[];
-  for (const payload of payloads) {
-    const message = JSON.parse(payload) as InboundMessage;
-    if (message.attachments?.length > 0) return message;
+  for (const item of store.inbox.recentOfSession(sessionKey, RECENT_MESSAGES)) {
+    if (item.message.attachments.length > 0) return item.message;
   }
   return undefined;
 }

@@ -9,6 +9,7 @@ import {
   symlinkSync,
 } from "node:fs";
 import path from "node:path";
+import { readManifest } from "../lib/manifest.js";
 import { git } from "./git.js";
 import { UpgradeError } from "./upgrade-error.js";
 
@@ -60,9 +61,7 @@ export async function findInstall(mainScript: string): Promise<Install> {
         )}${lines.length > 10 ? `\n    … ${lines.length - 10} more` : ""}\n  Commit them (to a branch you upgrade to with --to), or undo them (git stash), then run magpie upgrade again.`,
     );
   }
-  const manifest = JSON.parse(readFileSync(path.join(checkout, "package.json"), "utf8")) as {
-    version?: unknown;
-  };
+  const manifest = readManifest(path.join(checkout, "package.json"));
   return {
     link,
     checkout,
@@ -70,7 +69,7 @@ export async function findInstall(mainScript: string): Promise<Install> {
       ? path.dirname(checkout)
       : path.join(path.dirname(link), `${path.basename(link)}-releases`),
     revision: await git(checkout, ["rev-parse", "HEAD"]),
-    version: typeof manifest.version === "string" ? manifest.version : "unknown",
+    version: manifest?.version ?? "unknown",
   };
 }
 

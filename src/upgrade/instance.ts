@@ -1,5 +1,7 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { z } from "zod";
+import { safeParseJson } from "../lib/parse-json.js";
 import { isAlive } from "./process-info.js";
 
 /**
@@ -8,6 +10,22 @@ import { isAlive } from "./process-info.js";
  * Hand-written: a pid file is a few lines, and the packages for it (proper-lockfile, pidlock) lock with a directory
  * and a timer, which a crashed process on a Pi leaves behind just the same.
  */
+/**
+ * The pid file as read back: only the pid must be right (a file from an older release may lack a field, and a
+ * running Magpie must still be found from it); the rest falls back to what says least.
+ */
+const instanceSchema = z.looseObject({
+  pid: z.number().int().positive(),
+  startedAt: z.string().catch(""),
+  mode: z.enum(["start", "chat"]).catch("start"),
+  version: z.string().catch("unknown"),
+  http: z.object({ host: z.string(), port: z.number() }).nullable().catch(null),
+  configPath: z.string().nullable().catch(null),
+  execPath: z.string().catch(""),
+  argv: z.array(z.string()).catch([]),
+  cwd: z.string().catch(""),
+});
+
 export interface InstanceInfo {
   pid: number;
   /** ISO time the process wrote the file. */
@@ -42,12 +60,14 @@ export function recordInstance(dataDir: string, info: InstanceInfo): () => void 
 
 /** The pid file's content, whether or not that process still runs (null when absent or unreadable). */
 export function readInstance(dataDir: string): InstanceInfo | null {
+  let text: string;
   try {
-    const info = JSON.parse(readFileSync(instanceFile(dataDir), "utf8")) as InstanceInfo;
-    return Number.isInteger(info.pid) && info.pid > 0 ? info : null;
+    text = readFileSync(instanceFile(dataDir), "utf8");
   } catch {
     return null;
   }
+  const parsed = safeParseJson(text, instanceSchema, "pid file");
+  return parsed.success ? parsed.data : null;
 }
 
 /**

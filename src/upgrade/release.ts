@@ -9,6 +9,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
+import { readManifest } from "../lib/manifest.js";
 import { canReuseDependencies, reuseDependencies } from "./dependencies.js";
 import { git, gitOrNull } from "./git.js";
 import { type Install, MAIN_SCRIPT, releaseName } from "./install.js";
@@ -110,11 +111,11 @@ export async function installRelease(options: {
     rmSync(partial, { recursive: true, force: true });
     throw error;
   }
-  const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { version?: unknown };
+  const manifest = readManifest(path.join(dir, "package.json"));
   return {
     dir,
     revision: target.revision,
-    version: typeof manifest.version === "string" ? manifest.version : "unknown",
+    version: manifest?.version ?? "unknown",
     ref: target.ref,
     dependencies,
   };
