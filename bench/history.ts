@@ -1,13 +1,15 @@
 /**
  * History benchmark (issue 37): does a message cost the same on day 1 and day 300? The built CLI answers Telegram
- * messages (fake Bot API on 127.0.0.1) with a scripted LLM that answers at once, on a database seeded with the
- * rows of 10,000 / 100,000 / 1,000,000 earlier messages (bench/history-seed.ts) — and, in the same run, the raw
- * reference bot (bench/reference-bot.ts: no database at all), so the ratios hold on a noisy machine.
+ * messages (fake Bot API on 127.0.0.1) with a scripted LLM that answers at once, on databases seeded with the rows
+ * of 10,000 / 100,000 / 1,000,000 earlier messages (bench/history-seed.ts) — beside the raw reference bot
+ * (bench/reference-bot.ts: no libraries, no database). Every bot runs throughout and they take turns in rounds,
+ * so a burst of load from elsewhere on the machine hits every size alike and the ratios hold.
  *
- * Per size: the time from a message's arrival (pushed to the fake Bot API) to its LLM request and to its reply,
- * one message at a time; messages per second with 8 chats writing at once (12 messages in flight); the bot's
- * CPU time per message in that phase (steadier than wall time on a shared machine); RSS after it.
- * Sizes: HISTORY_BENCH_SIZES=10000,100000 (default 10k, 100k, 1M); messages per phase: HISTORY_BENCH_MESSAGES.
+ * Per bot: the time from a message's arrival (pushed to the fake Bot API) to its LLM request and to its reply, one
+ * message at a time; messages per second with 8 chats writing at once (12 messages in flight); the bot's CPU time
+ * per message in that phase (steadier than wall time on a shared machine); RSS after it.
+ * HISTORY_BENCH_SIZES=10000,100000 (default 10k, 100k, 1M), HISTORY_BENCH_MESSAGES (per phase, default 300),
+ * HISTORY_BENCH_ROUNDS (default 6).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
