@@ -227,9 +227,12 @@ class Subject {
     this.rssMiB = rssMiB(this.child!.pid!);
   }
 
+  /** The median round: one burst of load from elsewhere slows one round, not the figure. */
   get perSecond(): number {
-    const messages = this.batches.reduce((sum, batch) => sum + batch.messages, 0);
-    return messages / this.batches.reduce((sum, batch) => sum + batch.seconds, 0);
+    return percentile(
+      this.batches.map((batch) => batch.messages / batch.seconds),
+      0.5,
+    );
   }
 
   get cpuPerMessage(): number {
@@ -346,7 +349,7 @@ function report(subjects: Subject[], load: number): void {
   const ms = (value: number) => `${value.toFixed(1)} ms`;
   console.log(
     `${MESSAGES} messages one at a time (latency) and ${MESSAGES} from ${CHATS} chats with ${IN_FLIGHT} in flight ` +
-      `(throughput) per row, in ${ROUNDS} interleaved rounds after ${WARM_UP} warm-up messages; every bot runs ` +
+      `(throughput; messages/s is the median round) per row, in ${ROUNDS} interleaved rounds after ${WARM_UP} warm-up messages; every bot runs ` +
       `throughout; scripted LLM answering at once; node ${process.version}; load average ${load.toFixed(1)} on ` +
       `${availableParallelism()} CPUs at start.\n`,
   );
