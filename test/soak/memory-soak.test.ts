@@ -1,22 +1,43 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
-import { readBody, sendJson } from "../fakes/http-util.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { parseExposition, sumOf } from "../http/metrics-exposition.js";
 import { ShippedBot } from "../shipped/shipped-bot.js";
+import { SoakLlm } from "./soak-llm.js";
 import { FULL, seededRandom, sleep } from "./soak-size.js";
 
 /**
- * Memory over time (issue 25): the built CLI under mixed traffic — messages whose turns run a tool (file_list),
- * memory writes (memory_store), plain answers, and cron jobs (message and agent) — with RSS and heap read from
- * `/metrics` at every sample. Prints the slope after warm-up in MiB per 10,000 answered messages. `npm run soak`
- * runs 30 minutes sampled every minute (target ≤ 2 MiB per 10,000 messages); `npm test` a short run that fails
- * only on a clear leak (tens of KiB kept per message).
+ * Memory and cost over time (issues 25 and 37): the built CLI under mixed traffic — messages whose turns run a tool
+ * (file_list), memory writes (memory_store), plain answers, and cron jobs (message and agent) — with RSS and heap
+ * read from `/metrics` at every sample. Before the traffic, the bot idles (cron jobs only) and its lowest RSS is
+ * the idle figure. Prints the slope after warm-up in MiB per 10,000 answered messages, the messages answered in
+ * each window (a minute in full) and the highest RSS under load against idle. `npm run soak` runs 30 minutes
+ * (MAGPIE_SOAK_SECONDS to change) sampled every minute: ≤ 2 MiB per 10,000 messages, the last minute ≥ 80 % of
+ * the first, RSS under load ≤ 1.5 × idle. `npm test` runs a short version that fails on a clear leak (tens of KiB
+ * kept per message) or RSS past 1.5 × idle.
  */
+const FULL_SECONDS = Number(process.env.MAGPIE_SOAK_SECONDS ?? 30 * 60);
 const SIZE = FULL
-  ? { seconds: 30 * 60, sampleEveryMs: 60_000, warmUpMs: 5 * 60_000, leakMiBPer10k: 2 }
-  : { seconds: 30, sampleEveryMs: 2_000, warmUpMs: 10_000, leakMiBPer10k: 400 };
+  ? {
+      seconds: FULL_SECONDS,
+      idleMs: 60_000,
+      // Twenty-odd samples after the warm-up whatever the length (a minute each in the 30-minute run).
+      sampleEveryMs: Math.min(60_000, (FULL_SECONDS * 1000) / 25),
+      warmUpMs: Math.min(5 * 60_000, (FULL_SECONDS * 1000) / 6),
+      windowMs: 60_000,
+      leakMiBPer10k: 2,
+    }
+  : {
+      seconds: 30,
+      idleMs: 15_000,
+      sampleEveryMs: 2_000,
+      warmUpMs: 10_000,
+      windowMs: 10_000,
+      leakMiBPer10k: 400,
+    };
+/** RSS under load at most this many times the idle RSS (issue 37: a 1 GB Pi). */
+const RSS_OVER_IDLE = 1.5;
+/** The last window answers at least this share of the first one's messages (full run). */
+const LAST_OVER_FIRST = 0.8;
 const USERS = Array.from({ length: 8 }, (_, index) => 7_100 + index);
 /** Messages sent but not yet answered at most (the bot answers as fast as it can, never more behind). */
 const IN_FLIGHT = 12;
@@ -28,74 +49,6 @@ const cleanup: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
   for (const task of cleanup.reverse()) await task().catch(() => {});
 });
-
-/**
- * An OpenAI-compatible server for the soak: `tool:list` runs file_list, `tool:mem` stores a memory (keys
- * cycle, so memory stays a fixed size), anything else — and every turn after a tool result — is answered; a
- * history compaction gets its summary.
- */
-class SoakLlm {
-  private readonly server = http.createServer((request, response) => void this.handle(request, response));
-  private port = 0;
-
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    this.port = (this.server.address() as AddressInfo).port;
-    return this;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/v1`;
-  }
-
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  private async handle(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
-    const body = JSON.parse(await readBody(request)) as {
-      messages?: Array<{ role: string; content: unknown }>;
-    };
-    if (!request.url?.endsWith("/chat/completions"))
-      return sendJson(response, 404, { error: { message: "no" } });
-    const messages = body.messages ?? [];
-    const last = messages.at(-1);
-    const text = typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "");
-    const serial = /\bm(\d+)\b/.exec(text)?.[1] ?? "0";
-    let message: Record<string, unknown> = { role: "assistant", content: `ok m${serial}` };
-    if (/^"?(Conversation:|Earlier summary:)/.test(text)) {
-      // History compaction asks for a summary of the older part of a chat.
-      message = { role: "assistant", content: "The owner listed files and stored notes." };
-    } else if (last?.role === "user" && text.includes("tool:list")) {
-      message = toolCall("file_list", { path: "." });
-    } else if (last?.role === "user" && text.includes("tool:mem")) {
-      message = toolCall("memory_store", {
-        key: `soak.note.${Number(serial) % 50}`,
-        content: `note ${text}`,
-      });
-    }
-    sendJson(response, 200, {
-      id: `soak-${serial}`,
-      object: "chat.completion",
-      created: Math.floor(Date.now() / 1000),
-      model: "soak-model",
-      choices: [{ index: 0, message, finish_reason: message.tool_calls ? "tool_calls" : "stop" }],
-      usage: { prompt_tokens: 50, completion_tokens: 5, total_tokens: 55 },
-    });
-  }
-}
-
-let callId = 0;
-function toolCall(name: string, args: unknown): Record<string, unknown> {
-  return {
-    role: "assistant",
-    content: null,
-    tool_calls: [
-      { id: `call_${++callId}`, type: "function", function: { name, arguments: JSON.stringify(args) } },
-    ],
-  };
-}
 
 interface Sample {
   atMs: number;
@@ -163,8 +116,26 @@ describe(`memory soak (${FULL ? "full" : "short"})`, () => {
       });
       cleanup.push(() => bot.dispose());
 
+      // Idle first: the lowest RSS while only the cron jobs run (V8 returns start-up's pages 5–30 s after start).
+      const readMetrics = async () =>
+        parseExposition(await (await fetch(`${bot.url}/metrics`)).text()).samples;
+      let idleRssMiB = Infinity;
+      const idleUntil = Date.now() + SIZE.idleMs;
+      while (Date.now() < idleUntil) {
+        idleRssMiB = Math.min(
+          idleRssMiB,
+          ((await readMetrics()).get("process_resident_memory_bytes") ?? 0) / MIB,
+        );
+        await sleep(500);
+      }
+      console.log(`[memory-soak] idle for ${SIZE.idleMs / 1000} s: rss ${idleRssMiB.toFixed(1)} MiB`);
+
       const samples: Sample[] = [];
       const begin = Date.now();
+      let peakRssMiB = 0;
+      // Messages answered at each window boundary (a minute in full).
+      const windowMarks: number[] = [0];
+      let nextWindow = SIZE.windowMs;
       // The heap is a saw-tooth between collections: each sample is the lowest reading of its window (read every
       // PEEK_MS), which is close to what survived the last collection.
       let lowest: Sample | null = null;
@@ -179,6 +150,11 @@ describe(`memory soak (${FULL ? "full" : "short"})`, () => {
           heapMiB: (values.get("nodejs_heap_size_used_bytes") ?? 0) / MIB,
           cronRuns: sumOf(values, "magpie_cron_runs_total"),
         };
+        peakRssMiB = Math.max(peakRssMiB, reading.rssMiB);
+        if (reading.atMs >= nextWindow) {
+          windowMarks.push(reading.messages);
+          nextWindow += SIZE.windowMs;
+        }
         lowest = {
           ...reading,
           rssMiB: Math.min(reading.rssMiB, lowest?.rssMiB ?? Infinity),
@@ -237,6 +213,18 @@ describe(`memory soak (${FULL ? "full" : "short"})`, () => {
       const rssSlope = slope(after.map((entry) => [entry.messages, entry.rssMiB])) * 10_000;
       const heapSlope = slope(after.map((entry) => [entry.messages, entry.heapMiB])) * 10_000;
       const last = samples.at(-1)!;
+      const perWindow = windowMarks.slice(1).map((count, index) => count - windowMarks[index]!);
+      const firstWindow = perWindow[0] ?? 0;
+      const lastWindow = perWindow.at(-1) ?? 0;
+      const rssOverIdle = peakRssMiB / idleRssMiB;
+      console.log(
+        `[memory-soak] messages per ${SIZE.windowMs / 1000} s: ${perWindow.join(", ")} — last ${lastWindow} vs first ${firstWindow} ` +
+          `(${((lastWindow / Math.max(1, firstWindow)) * 100).toFixed(0)} %, target ≥ ${LAST_OVER_FIRST * 100} %)`,
+      );
+      console.log(
+        `[memory-soak] rss: idle ${idleRssMiB.toFixed(1)} MiB, highest under load ${peakRssMiB.toFixed(1)} MiB ` +
+          `(×${rssOverIdle.toFixed(2)}, target ≤ ×${RSS_OVER_IDLE})`,
+      );
       const report = {
         seed: random.seed,
         seconds: Math.round(last.atMs / 1000),
@@ -261,6 +249,12 @@ describe(`memory soak (${FULL ? "full" : "short"})`, () => {
       // Chats reach their steady size: their history is compacted over and over.
       if (FULL) expect(compactions).toBeGreaterThan(10);
       expect(after.length).toBeGreaterThanOrEqual(FULL ? 20 : 8);
+      expect(
+        rssOverIdle,
+        `rss ${peakRssMiB.toFixed(1)} MiB under load, ${idleRssMiB.toFixed(1)} MiB idle`,
+      ).toBeLessThanOrEqual(RSS_OVER_IDLE);
+      // A message costs the same at the end as at the start (half a minute is too noisy a window for this).
+      if (FULL) expect(lastWindow).toBeGreaterThanOrEqual(LAST_OVER_FIRST * firstWindow);
       // Heap is what a leak grows; RSS also holds allocator slack and warms up for minutes: bounded only in full.
       if (FULL) {
         expect(heapSlope).toBeLessThanOrEqual(SIZE.leakMiBPer10k);
@@ -274,6 +268,6 @@ describe(`memory soak (${FULL ? "full" : "short"})`, () => {
         ).toBe(false);
       }
     },
-    (SIZE.seconds + 60) * 1000,
+    (SIZE.seconds + SIZE.idleMs / 1000 + 60) * 1000,
   );
 });

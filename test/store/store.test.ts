@@ -26,6 +26,14 @@ describe("store", () => {
     reopened.close();
   });
 
+  it("bounds SQLite's memory on purpose: a 4 MiB page cache, no memory-mapped I/O (issue 37)", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "magpie-store-"));
+    const store = Store.open(dir);
+    expect(store.db.pragma("cache_size", { simple: true })).toBe(-4096);
+    expect(store.db.pragma("mmap_size", { simple: true })).toBe(0);
+    store.close();
+  });
+
   it("rolls back a failing migration and leaves it unrecorded", () => {
     const db = openDatabase(":memory:", []);
     expect(() =>
