@@ -3,8 +3,12 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { backupBeforeMigrations } from "./backup.js";
 import { migrations as allMigrations, type Migration } from "./migrations/index.js";
+import { z } from "zod";
+import { row } from "../lib/row.js";
 
 export type Db = Database.Database;
+
+const versions = row(z.number(), "schema_migrations version");
 
 /**
  * SQLite's page cache, set on purpose (issue 37): 4 MiB (negative = KiB). better-sqlite3 builds SQLite with 16 MiB,
@@ -38,7 +42,7 @@ export function migrate(db: Db, migrations: Migration[]): number[] {
   db.exec(
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
   );
-  const done = new Set(db.prepare("SELECT version FROM schema_migrations").pluck().all() as number[]);
+  const done = new Set(versions.all(db.prepare("SELECT version FROM schema_migrations").pluck().all()));
   const applied: number[] = [];
   const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
   for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
