@@ -18,12 +18,23 @@ function* files(dir) {
 }
 
 const ROW_METHODS = new Set(["get", "all", "iterate", "pluck"]);
+
+// A row cast is a cast of what a better-sqlite3 Statement's get/all/iterate returned: the checker tells.
+const configFile = ts.readConfigFile("tsconfig.json", ts.sys.readFile);
+const parsedConfig = ts.parseJsonConfigFileContent(configFile.config, ts.sys, process.cwd());
+const program = ts.createProgram(parsedConfig.fileNames, parsedConfig.options);
+const checker = program.getTypeChecker();
+const isStatement = (expression) => {
+  const type = checker.getTypeAtLocation(expression);
+  return (type.getSymbol() ?? type.aliasSymbol)?.getName() === "Statement";
+};
 const counts = { casts: 0, jsonParseCasts: 0, rowCasts: 0 };
 const byFolder = new Map();
 for (const root of roots) {
   for (const file of files(root)) {
-    const text = readFileSync(file, "utf8");
-    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    const source =
+      program.getSourceFile(path.resolve(file)) ??
+      ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
     const folder = file.split(path.sep).slice(0, 2).join("/");
     const visit = (node) => {
       if (ts.isAsExpression(node) || ts.isTypeAssertionExpression(node)) {
@@ -39,10 +50,7 @@ for (const root of roots) {
             if (callee.expression.getText(source) === "JSON" && callee.name.text === "parse") {
               counts.jsonParseCasts++;
               if (list === "json" || list === "all") console.log(`json ${file}:${line}`);
-            } else if (
-              ROW_METHODS.has(callee.name.text) &&
-              /prepare|statement|stmt|query|db\b|\.db\./i.test(inner.expression.getText(source))
-            ) {
+            } else if (ROW_METHODS.has(callee.name.text) && isStatement(callee.expression)) {
               counts.rowCasts++;
               if (list === "row" || list === "all") console.log(`row  ${file}:${line}`);
             } else if (list === "all") console.log(`cast ${file}:${line}`);

@@ -1,7 +1,14 @@
 import type { Logger } from "pino";
+import { z } from "zod";
 import type { ReplyTarget } from "../core/types.js";
+import { row } from "../lib/row.js";
 import { createPhoneNotifier } from "../notify/phone.js";
 import type { AppContext } from "./feature.js";
+
+const ownerChats = row(
+  z.object({ channel: z.string(), chat_id: z.string(), user_id: z.string() }),
+  "owner-alert",
+);
 
 export interface OwnerAlert {
   /** The phone notification's title. */
@@ -18,13 +25,15 @@ export interface OwnerAlert {
 export function ownerAlerter(app: AppContext, logger: Logger): (alert: OwnerAlert) => void {
   /** The owner's first direct chat (the oldest DM from an owner), other than `except`. */
   const ownerDm = (except: OwnerAlert["except"]): ReplyTarget | null => {
-    const rows = app.store.db
-      .prepare(
-        `SELECT channel, json_extract(payload, '$.chatId') AS chat_id, json_extract(payload, '$.userId') AS user_id
+    const rows = ownerChats.all(
+      app.store.db
+        .prepare(
+          `SELECT channel, json_extract(payload, '$.chatId') AS chat_id, json_extract(payload, '$.userId') AS user_id
          FROM inbox WHERE json_extract(payload, '$.isDirect') = 1 AND message_id NOT LIKE 'note:%'
          GROUP BY channel, chat_id ORDER BY MIN(id) LIMIT 50`,
-      )
-      .all() as Array<{ channel: string; chat_id: string; user_id: string }>;
+        )
+        .all(),
+    );
     const authority = app.authority();
     const found = rows.find(
       (row) =>

@@ -1,11 +1,18 @@
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
+import { z } from "zod";
 import type { HttpApp } from "../http/server.js";
 import { revealInvisible } from "../lib/reveal-invisible.js";
+import { row } from "../lib/row.js";
 import type { ApprovalRecord } from "../security/approval-store.js";
 import type { Db } from "../store/index.js";
 import type { PageBody } from "./layout.js";
 import { dashboardTimes } from "./time-format.js";
+
+const askerRow = row(
+  z.object({ user_id: z.union([z.string(), z.number()]).nullable(), user_name: z.string().nullable() }),
+  "approval-card",
+);
 
 /**
  * An approval as a card: the tool, the exact action (escaped, in a code block), the risk, who asked, and the time
@@ -107,14 +114,14 @@ export function riskOf(reason: string): { label: string; tone: string } {
  * who sent what); null when there is none — a job's run, or a message retention already pruned.
  */
 export function askerOf(db: Db, record: ApprovalRecord): string | null {
-  const row = db
-    .prepare(
-      `SELECT json_extract(payload, '$.userId') AS user_id, json_extract(payload, '$.userName') AS user_name
+  const row = askerRow.one(
+    db
+      .prepare(
+        `SELECT json_extract(payload, '$.userId') AS user_id, json_extract(payload, '$.userName') AS user_name
        FROM inbox WHERE session_key = ? AND received_at <= ? ORDER BY id DESC LIMIT 1`,
-    )
-    .get(record.sessionKey, record.requestedAt) as
-    | { user_id: string | number | null; user_name: string | null }
-    | undefined;
+      )
+      .get(record.sessionKey, record.requestedAt),
+  );
   if (!row || row.user_id === null) return null;
   const id = `${record.channel}:${row.user_id}`;
   return row.user_name ? `${row.user_name} (${id})` : id;

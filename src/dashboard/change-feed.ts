@@ -1,6 +1,10 @@
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
+import { z } from "zod";
+import { row } from "../lib/row.js";
 import type { Db } from "../store/database.js";
+
+const records = row(z.record(z.string(), z.unknown()), "Record");
 
 /** How often an open page's event stream looks for changes (one small aggregate query). */
 const POLL_MS = 1_000;
@@ -11,9 +15,10 @@ const POLL_MS = 1_000;
  * the database itself is watched rather than in-process events.
  */
 export function changeFingerprint(db: Db): string {
-  const row = db
-    .prepare(
-      `SELECT
+  const row = records.only(
+    db
+      .prepare(
+        `SELECT
         (SELECT COALESCE(MAX(id), 0) FROM audit) AS audit,
         (SELECT COUNT(*) || ':' || COALESCE(MAX(id), 0) || ':' || COUNT(finished_at) FROM cron_runs) AS runs,
         (SELECT COUNT(*) || ':' || SUM(enabled) || ':' || COALESCE(SUM(next_run_at), 0) FROM cron_jobs) AS jobs,
@@ -22,8 +27,9 @@ export function changeFingerprint(db: Db): string {
         (SELECT COUNT(*) || ':' || COALESCE(MAX(updated_at), 0) FROM memories) AS memories,
         (SELECT COALESCE(MAX(id), 0) FROM messages) AS messages,
         (SELECT COALESCE(SUM(updated_at), 0) FROM kv WHERE key LIKE 'web:transcript:%') AS webchat`,
-    )
-    .get() as Record<string, unknown>;
+      )
+      .get(),
+  );
   return Object.values(row).join("|");
 }
 

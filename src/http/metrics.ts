@@ -2,11 +2,16 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { z } from "zod";
 import { magpieEvents } from "../core/events.js";
 import type { ChannelAdapter } from "../core/types.js";
+import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
 import { boundedLabel, LABEL_BOUNDS, type RegisteredNames } from "./metrics-labels.js";
 import type { HttpApp } from "./server.js";
+
+const metricsRow1 = row(z.object({ count: z.number(), oldest: z.number().nullable() }), "metrics");
+const metricsRow2 = row(z.number(), "metrics");
 
 /** What the metrics read: the app's events (by app id), its database on scrape, its channels. */
 export interface MetricsSources {
@@ -121,13 +126,13 @@ export function createMetrics(sources: MetricsSources): MagpieMetrics {
   const pendingOutbox = db
     .prepare("SELECT COUNT(*) AS count, MIN(created_at) AS oldest FROM outbox WHERE status = 'pending'")
     .bind();
-  const readOutbox = () => pendingOutbox.get() as { count: number; oldest: number | null };
+  const readOutbox = () => metricsRow1.only(pendingOutbox.get());
   new Gauge({
     name: "magpie_inbox_pending",
     help: "Inbound messages not yet finished (waiting or in a turn).",
     registers: [registry],
     collect() {
-      this.set(db.open ? (pendingInbox.get() as number) : 0);
+      this.set(db.open ? metricsRow2.only(pendingInbox.get()) : 0);
     },
   });
   new Gauge({

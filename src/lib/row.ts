@@ -17,7 +17,7 @@ export interface RowReader<T> {
  * A reader for rows of `what` (a table or query name, for the error): better-sqlite3 returns `unknown`, and a
  * migration that renamed a column should fail loudly at the first read, naming the column, rather than flow on
  * as `undefined`. Row schemas are flat objects of strings, numbers and nulls: a parse costs about a
- * microsecond (measured: an outbox row, 14 columns, ~0.6 µs with zod 4 on this project's build machine).
+ * microsecond (measured with zod 4 on this project's build machine: an outbox row of 14 columns 0.42 µs, a two-column row 0.11 µs).
  */
 export function row<T>(schema: z.ZodType<T>, what: string): RowReader<T> {
   const parse = (value: unknown): T => {

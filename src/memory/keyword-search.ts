@@ -1,6 +1,10 @@
 import type { Statement } from "better-sqlite3";
+import { z } from "zod";
+import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
 import { quoteTerm } from "./fts-query.js";
+
+const scoredRows = row(z.object({ id: z.number(), bm25: z.number() }), "keyword-search");
 
 /**
  * Postings (term occurrences in memories) one search may touch. FTS5 matching is cheap, but bm25() costs
@@ -70,6 +74,6 @@ export class KeywordSearch {
     agent: string,
     limit: number,
   ): Array<{ id: number; bm25: number }> {
-    return (statement.all(expression, fetch, agent) as Array<{ id: number; bm25: number }>).slice(0, limit);
+    return scoredRows.all(statement.all(expression, fetch, agent)).slice(0, limit);
   }
 }

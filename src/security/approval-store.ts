@@ -1,4 +1,24 @@
+import { z } from "zod";
+import { row } from "../lib/row.js";
 import type { Db } from "../store/database.js";
+
+const approvalRows = row(
+  z.object({
+    id: z.string(),
+    session_key: z.string(),
+    channel: z.string(),
+    chat_id: z.string(),
+    tool: z.string(),
+    action: z.string(),
+    reason: z.string(),
+    status: z.enum(["pending", "approved", "denied", "timeout", "cancelled"]),
+    requested_at: z.number(),
+    expires_at: z.number(),
+    decided_at: z.number().nullable(),
+    decided_by: z.string().nullable(),
+  }),
+  "ApprovalRow",
+);
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "timeout" | "cancelled";
 
@@ -71,7 +91,7 @@ export class ApprovalRepository {
   }
 
   get(id: string): ApprovalRecord | null {
-    const row = this.db.prepare("SELECT * FROM approvals WHERE id = ?").get(id) as ApprovalRow | undefined;
+    const row = approvalRows.one(this.db.prepare("SELECT * FROM approvals WHERE id = ?").get(id));
     return row ? toRecord(row) : null;
   }
 
@@ -98,10 +118,8 @@ export class ApprovalRepository {
   }
 
   recent(limit = 20): ApprovalRecord[] {
-    return (
-      this.db
-        .prepare("SELECT * FROM approvals ORDER BY requested_at DESC LIMIT ?")
-        .all(limit) as ApprovalRow[]
-    ).map(toRecord);
+    return approvalRows
+      .all(this.db.prepare("SELECT * FROM approvals ORDER BY requested_at DESC LIMIT ?").all(limit))
+      .map(toRecord);
   }
 }

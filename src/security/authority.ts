@@ -1,6 +1,13 @@
+import { z } from "zod";
 import type { MagpieConfig } from "../config/schema.js";
 import type { AuthorityPort, Role, SenderIdentity } from "../core/identity.js";
+import { row } from "../lib/row.js";
 import type { Db } from "../store/database.js";
+
+const ownerChatRows = row(
+  z.object({ chat_id: z.string().nullable(), user_id: z.string().nullable() }),
+  "authority",
+);
 
 /** The pairing store's one question this module asks (senders approved with /pair). */
 interface ApprovedSenders {
@@ -59,12 +66,14 @@ export class Authority implements AuthorityPort {
   private ownerDirectChats(channel: string): Set<string> {
     const chats = new Set<string>();
     if (!this.db) return chats;
-    const rows = this.db
-      .prepare(
-        `SELECT DISTINCT json_extract(payload, '$.chatId') AS chat_id, json_extract(payload, '$.userId') AS user_id
+    const rows = ownerChatRows.all(
+      this.db
+        .prepare(
+          `SELECT DISTINCT json_extract(payload, '$.chatId') AS chat_id, json_extract(payload, '$.userId') AS user_id
          FROM inbox WHERE channel = ? AND json_extract(payload, '$.isDirect') = 1`,
-      )
-      .all(channel) as Array<{ chat_id: string | null; user_id: string | null }>;
+        )
+        .all(channel),
+    );
     for (const row of rows) {
       if (row.chat_id && row.user_id && this.isOwner(channel, row.user_id)) chats.add(row.chat_id);
     }

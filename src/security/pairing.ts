@@ -1,6 +1,23 @@
 import { randomInt } from "node:crypto";
+import { z } from "zod";
 import { type Clock, systemClock } from "../core/clock.js";
+import { row } from "../lib/row.js";
 import type { Db } from "../store/database.js";
+
+const codeRow = row(z.object({ code: z.string() }), "pairing");
+const countValue = row(z.number(), "pairing");
+const pairingRows = row(
+  z.object({
+    code: z.string(),
+    channel: z.string(),
+    user_id: z.string(),
+    user_name: z.string().nullable(),
+    chat_id: z.string(),
+    created_at: z.number(),
+    expires_at: z.number(),
+  }),
+  "PairingRow",
+);
 
 /** Letters A–Z without I and O, digits 2–9: nothing a human confuses when typing it back. */
 export const PAIRING_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
@@ -84,14 +101,15 @@ export class PairingStore {
     const now = this.clock.now();
     return this.db.transaction((): IssueResult => {
       this.db.prepare("DELETE FROM pairing_codes WHERE expires_at <= ?").run(now);
-      const existing = this.db
-        .prepare("SELECT code FROM pairing_codes WHERE channel = ? AND user_id = ?")
-        .get(input.channel, input.userId) as { code: string } | undefined;
+      const existing = codeRow.one(
+        this.db
+          .prepare("SELECT code FROM pairing_codes WHERE channel = ? AND user_id = ?")
+          .get(input.channel, input.userId),
+      );
       if (existing) return { status: "pending", code: existing.code };
-      const pending = this.db
-        .prepare("SELECT COUNT(*) FROM pairing_codes WHERE channel = ?")
-        .pluck()
-        .get(input.channel) as number;
+      const pending = countValue.only(
+        this.db.prepare("SELECT COUNT(*) FROM pairing_codes WHERE channel = ?").pluck().get(input.channel),
+      );
       if (pending >= MAX_PENDING_PER_CHANNEL) return { status: "full" };
       let code = this.newCode();
       while (this.db.prepare("SELECT 1 FROM pairing_codes WHERE code = ?").get(code)) code = this.newCode();
@@ -117,9 +135,9 @@ export class PairingStore {
     const code = normalizeCode(rawCode);
     const now = this.clock.now();
     return this.db.transaction((): ApproveResult => {
-      const row = this.db
-        .prepare("SELECT * FROM pairing_codes WHERE code = ? AND channel = ?")
-        .get(code, channel) as PairingRow | undefined;
+      const row = pairingRows.one(
+        this.db.prepare("SELECT * FROM pairing_codes WHERE code = ? AND channel = ?").get(code, channel),
+      );
       if (!row) return { status: "unknown" };
       this.db.prepare("DELETE FROM pairing_codes WHERE code = ?").run(code);
       if (row.expires_at <= now) return { status: "expired" };

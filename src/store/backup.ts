@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import type { Migration } from "./migrations/index.js";
 import { z } from "zod";
 import { row } from "../lib/row.js";
+import type { Migration } from "./migrations/index.js";
 
 /** Pre-migration copies kept in `<dataDir>/backups` (older ones are deleted). */
 const KEEP_UPGRADE_BACKUPS = 3;
@@ -96,7 +96,11 @@ export function backupBeforeMigrations(
     .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
     .get();
   if (!hasTable) return null;
-  const done = new Set(row(z.number(), "schema_migrations version").all(db.prepare("SELECT version FROM schema_migrations").pluck().all()));
+  const done = new Set(
+    row(z.number(), "schema_migrations version").all(
+      db.prepare("SELECT version FROM schema_migrations").pluck().all(),
+    ),
+  );
   if (done.size === 0) return null;
   const pending = migrations.filter((migration) => !done.has(migration.version));
   if (pending.length === 0) return null;

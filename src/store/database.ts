@@ -1,10 +1,10 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { backupBeforeMigrations } from "./backup.js";
-import { migrations as allMigrations, type Migration } from "./migrations/index.js";
 import { z } from "zod";
 import { row } from "../lib/row.js";
+import { backupBeforeMigrations } from "./backup.js";
+import { migrations as allMigrations, type Migration } from "./migrations/index.js";
 
 export type Db = Database.Database;
 

@@ -1,5 +1,21 @@
+import { z } from "zod";
+import { row } from "../lib/row.js";
 import type { ChatMessage } from "../llm/types.js";
 import type { Db } from "./database.js";
+
+const messageRows = row(
+  z.object({
+    id: z.number(),
+    role: z.enum(["user", "assistant", "tool"]),
+    content: z.string().nullable(),
+    tool_calls: z.string().nullable(),
+    tool_call_id: z.string().nullable(),
+    tokens: z.number(),
+  }),
+  "MessageRow",
+);
+const summaryRow = row(z.object({ summary: z.string().nullable() }), "history");
+const countRow = row(z.object({ n: z.number(), t: z.number() }), "history");
 
 export interface StoredMessage {
   id: number;
@@ -76,9 +92,9 @@ export class HistoryRepository {
 
   /** The whole history of a session (the dashboard); a turn reads only its newest part (`newest`). */
   load(sessionKey: string): StoredMessage[] {
-    const rows = this.db
-      .prepare("SELECT * FROM messages WHERE session_key = ? ORDER BY id")
-      .all(sessionKey) as MessageRow[];
+    const rows = messageRows.all(
+      this.db.prepare("SELECT * FROM messages WHERE session_key = ? ORDER BY id").all(sessionKey),
+    );
     return rows.map(toStored);
   }
 
@@ -91,9 +107,9 @@ export class HistoryRepository {
     const messages: StoredMessage[] = [];
     let total = 0;
     let more = false;
-    const rows = this.db
-      .prepare("SELECT * FROM messages WHERE session_key = ? ORDER BY id DESC")
-      .iterate(sessionKey) as IterableIterator<MessageRow>;
+    const rows = messageRows.each(
+      this.db.prepare("SELECT * FROM messages WHERE session_key = ? ORDER BY id DESC").iterate(sessionKey),
+    );
     for (const row of rows) {
       total += row.tokens;
       if (total > maxTokens) {
@@ -112,9 +128,11 @@ export class HistoryRepository {
   oldest(sessionKey: string, beforeId: number, maxTokens: number): StoredMessage[] {
     const messages: StoredMessage[] = [];
     let total = 0;
-    const rows = this.db
-      .prepare("SELECT * FROM messages WHERE session_key = ? AND id < ? ORDER BY id")
-      .iterate(sessionKey, beforeId) as IterableIterator<MessageRow>;
+    const rows = messageRows.each(
+      this.db
+        .prepare("SELECT * FROM messages WHERE session_key = ? AND id < ? ORDER BY id")
+        .iterate(sessionKey, beforeId),
+    );
     for (const row of rows) {
       total += row.tokens;
       if (total > maxTokens && messages.length > 0) break;
@@ -124,9 +142,7 @@ export class HistoryRepository {
   }
 
   summary(sessionKey: string): string | null {
-    const row = this.db.prepare("SELECT summary FROM sessions WHERE key = ?").get(sessionKey) as
-      | { summary: string | null }
-      | undefined;
+    const row = summaryRow.one(this.db.prepare("SELECT summary FROM sessions WHERE key = ?").get(sessionKey));
     return row?.summary ?? null;
   }
 
@@ -148,9 +164,11 @@ export class HistoryRepository {
   }
 
   stats(sessionKey: string): { messages: number; tokens: number; hasSummary: boolean } {
-    const row = this.db
-      .prepare("SELECT COUNT(*) AS n, COALESCE(SUM(tokens), 0) AS t FROM messages WHERE session_key = ?")
-      .get(sessionKey) as { n: number; t: number };
+    const row = countRow.only(
+      this.db
+        .prepare("SELECT COUNT(*) AS n, COALESCE(SUM(tokens), 0) AS t FROM messages WHERE session_key = ?")
+        .get(sessionKey),
+    );
     return { messages: row.n, tokens: row.t, hasSummary: this.summary(sessionKey) !== null };
   }
 }

@@ -1,6 +1,13 @@
 import Database from "better-sqlite3";
+import { z } from "zod";
+import { row } from "../lib/row.js";
 import { migrate } from "./database.js";
 import type { Migration } from "./migrations/index.js";
+
+const schemaObjects = row(
+  z.object({ type: z.string(), name: z.string(), tbl_name: z.string(), sql: z.string().nullable() }),
+  "SchemaObject",
+);
 
 /** A row of `sqlite_master`: every table, index, view and trigger a database holds, with the SQL that made it. */
 interface SchemaObject {
@@ -77,9 +84,9 @@ export function describeObject(object: { type: string; name: string; table: stri
 }
 
 function objectsOf(db: Database.Database): SchemaObject[] {
-  return db
-    .prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
-    .all() as SchemaObject[];
+  return schemaObjects.all(
+    db.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").all(),
+  );
 }
 
 const keyOf = (object: SchemaObject) => `${object.type}\u0000${object.name}`;

@@ -17,10 +17,14 @@ import {
 } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { z } from "zod";
 import { MagpieError } from "../lib/errors.js";
+import { row } from "../lib/row.js";
 import { backupDatabase, defaultBackupFile } from "./backup.js";
 import { migrations as allMigrations, type Migration } from "./migrations/index.js";
 import { describeObject, schemaDifferences } from "./restore-schema.js";
+
+const versionValues = row(z.number(), "restore");
 
 const SQLITE_HEADER = "SQLite format 3\0";
 
@@ -148,7 +152,7 @@ export function checkBackup(
       .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
       .get();
     const versions = hasTable
-      ? (db.prepare("SELECT version FROM schema_migrations").pluck().all() as number[])
+      ? versionValues.all(db.prepare("SELECT version FROM schema_migrations").pluck().all())
       : [];
     if (versions.length === 0) {
       throw new RestoreError(

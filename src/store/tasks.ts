@@ -1,4 +1,25 @@
+import { z } from "zod";
+import { row } from "../lib/row.js";
 import type { Db } from "./database.js";
+
+const taskRows = row(
+  z.object({
+    id: z.string(),
+    session_key: z.string(),
+    channel: z.string(),
+    chat_id: z.string(),
+    thread_id: z.string().nullable(),
+    agent: z.string(),
+    created_by: z.string(),
+    label: z.string().nullable(),
+    task: z.string(),
+    status: z.enum(["running", "done", "failed", "timeout", "cancelled", "interrupted"]),
+    result_excerpt: z.string().nullable(),
+    started_at: z.number(),
+    finished_at: z.number().nullable(),
+  }),
+  "TaskRow",
+);
 
 export type TaskStatus = "running" | "done" | "failed" | "timeout" | "cancelled" | "interrupted";
 
@@ -72,28 +93,30 @@ export class TaskRepository {
   }
 
   get(id: string): TaskRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM tasks WHERE id = ?").get(id) as TaskRow | undefined;
+    const row = taskRows.one(this.db.prepare("SELECT * FROM tasks WHERE id = ?").get(id));
     return row ? fromRow(row) : undefined;
   }
 
   /** A session's running tasks and its most recent finished ones, newest first. */
   listForSession(sessionKey: string, recent = 10): TaskRecord[] {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM tasks WHERE session_key = ? AND status = 'running'
+    const rows = taskRows.all(
+      this.db
+        .prepare(
+          `SELECT * FROM tasks WHERE session_key = ? AND status = 'running'
          UNION ALL
          SELECT * FROM (SELECT * FROM tasks WHERE session_key = ? AND status != 'running'
                         ORDER BY started_at DESC, rowid DESC LIMIT ?)
          ORDER BY started_at DESC`,
-      )
-      .all(sessionKey, sessionKey, recent) as TaskRow[];
+        )
+        .all(sessionKey, sessionKey, recent),
+    );
     return rows.map(fromRow);
   }
 
   /** Marks every task still "running" as "interrupted" (after a restart) and returns them. */
   interruptRunning(at: number): TaskRecord[] {
     return this.db.transaction(() => {
-      const rows = this.db.prepare("SELECT * FROM tasks WHERE status = 'running'").all() as TaskRow[];
+      const rows = taskRows.all(this.db.prepare("SELECT * FROM tasks WHERE status = 'running'").all());
       this.db
         .prepare(
           "UPDATE tasks SET status = 'interrupted', result_excerpt = 'Magpie restarted while the task ran.', finished_at = ? WHERE status = 'running'",

@@ -1,6 +1,19 @@
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { z } from "zod";
+import { row } from "../lib/row.js";
+
+const unansweredMessages = row(
+  z.object({
+    channel: z.string(),
+    message_id: z.string(),
+    session_key: z.string(),
+    payload: z.string(),
+    received_at: z.number(),
+  }),
+  "UnansweredMessage",
+);
 
 /** An inbound message the failed release took in and did not answer. */
 export interface UnansweredMessage {
@@ -29,12 +42,14 @@ export function unansweredSince(kept: string, since: number): UnansweredMessage[
       // A damaged file is read defensively: no code from its schema runs, malformed cells are caught.
       db.pragma("trusted_schema = OFF");
       db.pragma("cell_size_check = ON");
-      return db
-        .prepare(
-          `SELECT channel, message_id, session_key, payload, received_at FROM inbox
+      return unansweredMessages.all(
+        db
+          .prepare(
+            `SELECT channel, message_id, session_key, payload, received_at FROM inbox
            WHERE received_at >= ? AND status IN ('pending', 'processing', 'interrupted') ORDER BY id`,
-        )
-        .all(since) as UnansweredMessage[];
+          )
+          .all(since),
+      );
     } finally {
       db.close();
     }

@@ -1,9 +1,13 @@
+import { z } from "zod";
 import type { MagpieConfig } from "../config/schema.js";
 import type { ReplyTarget } from "../core/types.js";
+import { row } from "../lib/row.js";
 import { createPhoneNotifier } from "../notify/phone.js";
 import { Authority } from "../security/authority.js";
 import { PairingStore } from "../security/pairing.js";
 import { Store } from "../store/index.js";
+
+const ownerChats = row(z.object({ channel: z.string(), chat_id: z.string(), user_id: z.string() }), "notice");
 
 /**
  * Tells the owner what an upgrade did: a notice in the outbox to the owner's first direct chat (the running — or
@@ -41,13 +45,15 @@ export async function tellOwner(config: MagpieConfig, title: string, text: strin
 /** The oldest direct chat in which an owner wrote to the bot. */
 function ownerDirectChat(config: MagpieConfig, store: Store): ReplyTarget | null {
   const authority = new Authority(config, new PairingStore(store.db), store.db);
-  const rows = store.db
-    .prepare(
-      `SELECT channel, json_extract(payload, '$.chatId') AS chat_id, json_extract(payload, '$.userId') AS user_id
+  const rows = ownerChats.all(
+    store.db
+      .prepare(
+        `SELECT channel, json_extract(payload, '$.chatId') AS chat_id, json_extract(payload, '$.userId') AS user_id
        FROM inbox WHERE json_extract(payload, '$.isDirect') = 1 AND channel != 'console'
        GROUP BY channel, chat_id ORDER BY MIN(id) LIMIT 50`,
-    )
-    .all() as Array<{ channel: string; chat_id: string; user_id: string }>;
+      )
+      .all(),
+  );
   const found = rows.find((row) => authority.roleOf(row.channel, row.user_id) === "owner");
   return found ? { channel: found.channel, chatId: found.chat_id } : null;
 }

@@ -1,7 +1,11 @@
 import type Database from "better-sqlite3";
+import { z } from "zod";
 import type { LlmCallKind } from "../core/spend.js";
+import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
 import type { OriginIds } from "./origin-keys.js";
+
+const spentRows = row(z.object({ tokens: z.number(), usd: z.number() }), "Spent");
 
 /** One LLM request as the ledger keeps it. */
 export interface UsageEntry extends OriginIds {
@@ -63,20 +67,20 @@ export class UsageLedger {
 
   /** Everything in [start, end). */
   spentBetween(start: number, end: number): Spent {
-    return this.sinceStatement.get(start, end) as Spent;
+    return spentRows.only(this.sinceStatement.get(start, end));
   }
 
   /** One chat session's calls in [start, end). */
   spentBySession(sessionKey: string, start: number, end: number): Spent {
-    return this.sessionStatement.get(sessionKey, start, end) as Spent;
+    return spentRows.only(this.sessionStatement.get(sessionKey, start, end));
   }
 
   /** One scheduled job run, with what it delegated or spawned. */
   spentByJobRun(jobId: number, runId: number): Spent {
-    return this.jobRunStatement.get(jobId, runId) as Spent;
+    return spentRows.only(this.jobRunStatement.get(jobId, runId));
   }
 
   spentByTurn(turnId: string): Spent {
-    return this.turnStatement.get(turnId) as Spent;
+    return spentRows.only(this.turnStatement.get(turnId));
   }
 }

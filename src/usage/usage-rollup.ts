@@ -1,5 +1,24 @@
+import { z } from "zod";
+import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
 import { dayAt } from "./calendar.js";
+
+const ledgerRows = row(
+  z.object({
+    id: z.number(),
+    at: z.number(),
+    origin: z.string(),
+    session_key: z.string(),
+    job_id: z.number().nullable(),
+    kind: z.string(),
+    model: z.string(),
+    prompt_tokens: z.number(),
+    completion_tokens: z.number(),
+    estimated: z.number(),
+    cost_usd: z.number().nullable(),
+  }),
+  "LedgerRow",
+);
 
 interface LedgerRow {
   id: number;
@@ -37,12 +56,14 @@ interface DailyTotals {
  * many rows were moved; the summaries read both tables, so totals never change.
  */
 export function rollUpUsage(db: Db, before: number, timeZone: string, limit: number): number {
-  const rows = db
-    .prepare(
-      `SELECT id, at, origin, session_key, job_id, kind, model, prompt_tokens, completion_tokens, estimated, cost_usd
+  const rows = ledgerRows.all(
+    db
+      .prepare(
+        `SELECT id, at, origin, session_key, job_id, kind, model, prompt_tokens, completion_tokens, estimated, cost_usd
        FROM llm_usage WHERE at < ? ORDER BY at LIMIT ?`,
-    )
-    .all(before, limit) as LedgerRow[];
+      )
+      .all(before, limit),
+  );
   if (rows.length === 0) return 0;
   const groups = new Map<string, DailyTotals>();
   for (const row of rows) {

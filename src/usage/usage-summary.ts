@@ -1,4 +1,47 @@
+import { z } from "zod";
+import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
+
+const totalsRows = row(
+  z.object({
+    calls: z.number().nullable(),
+    prompt: z.number().nullable(),
+    completion: z.number().nullable(),
+    estimated: z.number().nullable(),
+    cost: z.number().nullable(),
+    unpriced: z.number().nullable(),
+  }),
+  "TotalsRow",
+);
+const byModelRows = row(
+  z
+    .object({
+      calls: z.number().nullable(),
+      prompt: z.number().nullable(),
+      completion: z.number().nullable(),
+      estimated: z.number().nullable(),
+      cost: z.number().nullable(),
+      unpriced: z.number().nullable(),
+    })
+    .extend(z.object({ model: z.string(), kind: z.string() }).shape),
+  "usage-summary",
+);
+const byOriginRows = row(
+  z
+    .object({
+      calls: z.number().nullable(),
+      prompt: z.number().nullable(),
+      completion: z.number().nullable(),
+      estimated: z.number().nullable(),
+      cost: z.number().nullable(),
+      unpriced: z.number().nullable(),
+    })
+    .extend(
+      z.object({ origin_key: z.string(), job_id: z.number().nullable(), job_name: z.string().nullable() })
+        .shape,
+    ),
+  "usage-summary",
+);
 
 /** Sums over a set of ledger rows. */
 export interface UsageTotals {
@@ -80,32 +123,34 @@ function totalsOf(row: TotalsRow): UsageTotals {
 /** Totals by model and by origin for calls in [since, until): what `/usage`, the CLI and the dashboard show. */
 export function summarizeUsage(db: Db, since: number, until: number): UsageSummary {
   const totals = totalsOf(
-    db.prepare(`SELECT ${TOTALS} FROM ${USAGE_ROWS}`).get({ since, until }) as TotalsRow,
+    totalsRows.only(db.prepare(`SELECT ${TOTALS} FROM ${USAGE_ROWS}`).get({ since, until })),
   );
-  const byModel = (
-    db
-      .prepare(
-        `SELECT model, kind, ${TOTALS} FROM ${USAGE_ROWS}
+  const byModel = byModelRows
+    .all(
+      db
+        .prepare(
+          `SELECT model, kind, ${TOTALS} FROM ${USAGE_ROWS}
          GROUP BY model, kind ORDER BY SUM(prompt_tokens + completion_tokens) DESC, model`,
-      )
-      .all({ since, until }) as Array<TotalsRow & { model: string; kind: string }>
-  ).map((row) => ({ model: row.model, kind: row.kind, ...totalsOf(row) }));
-  const byOrigin = (
-    db
-      .prepare(
-        `SELECT ${ORIGIN_KEY} AS origin_key, MIN(job_id) AS job_id, MIN(cron_jobs.name) AS job_name, ${TOTALS}
+        )
+        .all({ since, until }),
+    )
+    .map((row) => ({ model: row.model, kind: row.kind, ...totalsOf(row) }));
+  const byOrigin = byOriginRows
+    .all(
+      db
+        .prepare(
+          `SELECT ${ORIGIN_KEY} AS origin_key, MIN(job_id) AS job_id, MIN(cron_jobs.name) AS job_name, ${TOTALS}
          FROM ${USAGE_ROWS} LEFT JOIN cron_jobs ON cron_jobs.id = usage_rows.job_id
          GROUP BY origin_key ORDER BY SUM(prompt_tokens + completion_tokens) DESC, origin_key`,
-      )
-      .all({ since, until }) as Array<
-      TotalsRow & { origin_key: string; job_id: number | null; job_name: string | null }
-    >
-  ).map((row): OriginUsage => {
-    const base = totalsOf(row);
-    if (row.job_id !== null) {
-      return { key: row.origin_key, kind: "job", jobId: row.job_id, jobName: row.job_name, ...base };
-    }
-    return { key: row.origin_key, kind: row.origin_key === "memory" ? "memory" : "chat", ...base };
-  });
+        )
+        .all({ since, until }),
+    )
+    .map((row): OriginUsage => {
+      const base = totalsOf(row);
+      if (row.job_id !== null) {
+        return { key: row.origin_key, kind: "job", jobId: row.job_id, jobName: row.job_name, ...base };
+      }
+      return { key: row.origin_key, kind: row.origin_key === "memory" ? "memory" : "chat", ...base };
+    });
   return { since, until, totals, byModel, byOrigin };
 }

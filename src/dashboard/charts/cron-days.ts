@@ -1,6 +1,17 @@
+import { z } from "zod";
+import { row } from "../../lib/row.js";
 import { type CronOutcome, cronOutcomeOf, type RunStatus } from "../../scheduler/job.js";
 import type { Db } from "../../store/index.js";
 import { type ChartDay, dayIndexOf } from "./days.js";
+
+const runRows = row(
+  z.object({
+    job_id: z.number(),
+    status: z.enum(["running", "ok", "error", "timeout", "skipped", "missed"]),
+    at: z.number(),
+  }),
+  "RunRow",
+);
 
 /** One job's day: how many of its slots ran, failed, were missed or skipped. */
 export type DayOutcomes = Record<CronOutcome, number>;
@@ -28,12 +39,14 @@ interface RunRow {
 export function cronRunsByDay(db: Db, days: readonly ChartDay[]): Map<number, DayOutcomes[]> {
   const byJob = new Map<number, DayOutcomes[]>();
   if (days.length === 0) return byJob;
-  const rows = db
-    .prepare(
-      `SELECT job_id, status, COALESCE(scheduled_at, started_at) AS at FROM cron_runs
+  const rows = runRows.all(
+    db
+      .prepare(
+        `SELECT job_id, status, COALESCE(scheduled_at, started_at) AS at FROM cron_runs
        WHERE COALESCE(scheduled_at, started_at) >= ? AND COALESCE(scheduled_at, started_at) < ?`,
-    )
-    .all(days[0]!.start, days[days.length - 1]!.end) as RunRow[];
+      )
+      .all(days[0]!.start, days[days.length - 1]!.end),
+  );
   for (const row of rows) {
     const index = dayIndexOf(days, row.at);
     if (index < 0) continue;

@@ -1,8 +1,26 @@
 import { html } from "hono/html";
+import { z } from "zod";
+import { row } from "../../lib/row.js";
 import type { Db } from "../../store/database.js";
 import type { PageBody } from "../layout.js";
 import { type DashboardTimes, dashboardTimes, humanDuration } from "../time-format.js";
 import { type PageRoutes, respond } from "./page-context.js";
+
+const auditRows = row(
+  z.object({
+    id: z.number(),
+    at: z.number(),
+    session_key: z.string().nullable(),
+    sender: z.string().nullable(),
+    tool: z.string(),
+    arguments: z.string(),
+    verdict: z.string(),
+    outcome: z.string(),
+    error_code: z.string().nullable(),
+    duration_ms: z.number(),
+  }),
+  "AuditRow",
+);
 
 const LIMIT = 100;
 const VERDICTS = ["allow", "warn", "deny", "approved", "denied-by-user", "timeout"] as const;
@@ -37,12 +55,14 @@ function queryAudit(db: Db, filter: AuditFilter): AuditRow[] {
   const clauses = given.map(([clause]) => clause);
   const values = given.map(([, value]) => value);
   const where = clauses.length > 0 ? `WHERE ${clauses.join(" AND ")}` : "";
-  return db
-    .prepare(
-      `SELECT id, at, session_key, sender, tool, arguments, verdict, outcome, error_code, duration_ms
+  return auditRows.all(
+    db
+      .prepare(
+        `SELECT id, at, session_key, sender, tool, arguments, verdict, outcome, error_code, duration_ms
        FROM audit ${where} ORDER BY id DESC LIMIT ${LIMIT}`,
-    )
-    .all(...values) as AuditRow[];
+      )
+      .all(...values),
+  );
 }
 
 function auditPart(db: Db, filter: AuditFilter, times: DashboardTimes): PageBody {

@@ -1,7 +1,47 @@
 import { statSync } from "node:fs";
+import { z } from "zod";
+import { row } from "../../lib/row.js";
 import type { Db } from "../../store/database.js";
 import type { Budgets, Cap, CapName } from "../../usage/budget-periods.js";
 import { dayAt } from "../../usage/calendar.js";
+
+const spentRow = row(
+  z.object({ tokens: z.number(), usd: z.number() }).extend(z.object({ calls: z.number() }).shape),
+  "home-data",
+);
+const spentByScopeRows = row(
+  z.object({ tokens: z.number(), usd: z.number() }).extend(z.object({ scope: z.string() }).shape),
+  "home-data",
+);
+const problemRunRows = row(
+  z.object({
+    id: z.number(),
+    jobId: z.number(),
+    jobName: z.string(),
+    status: z.enum(["error", "timeout", "missed"]),
+    scheduledAt: z.number().nullable(),
+    startedAt: z.number(),
+    durationMs: z.number().nullable(),
+    output: z.string().nullable(),
+  }),
+  "ProblemRun",
+);
+const failedMessageRows = row(
+  z.object({
+    id: z.number(),
+    sessionKey: z.string(),
+    outcome: z.enum(["failed", "undeliverable"]),
+    cause: z.string().nullable(),
+    at: z.number(),
+    preview: z.string(),
+  }),
+  "FailedMessage",
+);
+const inboxDepthRow = row(
+  z.object({ waiting: z.number().nullable(), running: z.number().nullable() }),
+  "home-data",
+);
+const outboxDepthRow = row(z.object({ n: z.number(), oldest: z.number().nullable() }), "home-data");
 
 /**
  * What the home page reads from the database: today's spend against each budget, cron runs that failed or were
@@ -49,9 +89,9 @@ export function fractionOf(spent: Spent, limit: Cap): number {
 export function spendToday(db: Db, budgets: Budgets, timeZone: string, now: number): SpendToday {
   const day = dayAt(now, timeZone);
   const window = { start: day.start, end: day.end };
-  const total = db
-    .prepare(`SELECT ${SUMS} FROM llm_usage WHERE at >= @start AND at < @end`)
-    .get(window) as Spent & { calls: number };
+  const total = spentRow.only(
+    db.prepare(`SELECT ${SUMS} FROM llm_usage WHERE at >= @start AND at < @end`).get(window),
+  );
   const scopes: Record<Exclude<CapName, "daily">, string> = {
     perChat: `SELECT session_key AS scope, ${SUMS} FROM llm_usage
       WHERE at >= @start AND at < @end AND origin != 'memory' GROUP BY session_key`,
@@ -69,7 +109,7 @@ export function spendToday(db: Db, budgets: Budgets, timeZone: string, now: numb
       lines.push({ cap, limit, spent: total, fraction: fractionOf(total, limit) });
       continue;
     }
-    const rows = db.prepare(scopes[cap]).all(window) as Array<Spent & { scope: string }>;
+    const rows = spentByScopeRows.all(db.prepare(scopes[cap]).all(window));
     let fullest: BudgetLine = { cap, limit, spent: { tokens: 0, usd: 0 }, fraction: 0 };
     for (const row of rows) {
       const fraction = fractionOf(row, limit);
@@ -96,14 +136,16 @@ export interface ProblemRun {
 
 /** The newest failed or missed cron runs (cron_runs keeps a few runs per job). */
 export function problemRuns(db: Db, limit = 5): ProblemRun[] {
-  return db
-    .prepare(
-      `SELECT r.id, r.job_id AS jobId, j.name AS jobName, r.status, r.scheduled_at AS scheduledAt,
+  return problemRunRows.all(
+    db
+      .prepare(
+        `SELECT r.id, r.job_id AS jobId, j.name AS jobName, r.status, r.scheduled_at AS scheduledAt,
          r.started_at AS startedAt, r.duration_ms AS durationMs, substr(r.output, 1, 300) AS output
        FROM cron_runs r JOIN cron_jobs j ON j.id = r.job_id
        WHERE r.status IN ('error', 'timeout', 'missed') ORDER BY r.id DESC LIMIT ?`,
-    )
-    .all(limit) as ProblemRun[];
+      )
+      .all(limit),
+  );
 }
 
 /** How far back (in inbox rows) the home page looks for failed messages: the newest ones are what matter. */
@@ -122,16 +164,18 @@ export interface FailedMessage {
 
 /** The newest messages whose outcome is `failed` or `undeliverable`, among the last 2,000 received. */
 export function failedMessages(db: Db, limit = 5): FailedMessage[] {
-  return db
-    .prepare(
-      `SELECT id, session_key AS sessionKey, outcome, outcome_cause AS cause,
+  return failedMessageRows.all(
+    db
+      .prepare(
+        `SELECT id, session_key AS sessionKey, outcome, outcome_cause AS cause,
          COALESCE(finished_at, received_at) AS at,
          COALESCE(substr(json_extract(payload, '$.text'), 1, 120), '') AS preview
        FROM (SELECT id FROM inbox ORDER BY id DESC LIMIT ${RECENT_INBOX_ROWS}) AS recent
        JOIN inbox USING (id)
        WHERE outcome IN ('failed', 'undeliverable') ORDER BY id DESC LIMIT ?`,
-    )
-    .all(limit) as FailedMessage[];
+      )
+      .all(limit),
+  );
 }
 
 export interface QueueDepth {
@@ -147,14 +191,16 @@ export interface QueueDepth {
 
 /** The inbox's open messages and the outbox's pending items (both read through their partial indexes). */
 export function queueDepth(db: Db): QueueDepth {
-  const inbox = db
-    .prepare(
-      "SELECT SUM(status = 'pending') AS waiting, SUM(status = 'processing') AS running FROM inbox WHERE status IN ('pending', 'processing')",
-    )
-    .get() as { waiting: number | null; running: number | null };
-  const outbox = db
-    .prepare("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE status = 'pending'")
-    .get() as { n: number; oldest: number | null };
+  const inbox = inboxDepthRow.only(
+    db
+      .prepare(
+        "SELECT SUM(status = 'pending') AS waiting, SUM(status = 'processing') AS running FROM inbox WHERE status IN ('pending', 'processing')",
+      )
+      .get(),
+  );
+  const outbox = outboxDepthRow.only(
+    db.prepare("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE status = 'pending'").get(),
+  );
   return {
     waiting: inbox.waiting ?? 0,
     running: inbox.running ?? 0,

@@ -1,5 +1,9 @@
+import { z } from "zod";
 import { type LlmCallEvent, magpieEvents } from "../../core/events.js";
+import { row } from "../../lib/row.js";
 import type { Db } from "../../store/database.js";
+
+const lastCallRow = row(z.object({ model: z.string(), at: z.number() }), "home-model");
 
 /** The configured chain: `llm.model`, then `llm.fallbacks` in order (null: no LLM, slash commands only). */
 export interface ModelChainConfig {
@@ -54,9 +58,9 @@ export class ModelChainWatch {
   }
 
   private fromLedger(): ModelChainState["last"] {
-    const row = this.db
-      .prepare("SELECT model, at FROM llm_usage WHERE kind = 'chat' ORDER BY at DESC LIMIT 1")
-      .get() as { model: string; at: number } | undefined;
+    const row = lastCallRow.one(
+      this.db.prepare("SELECT model, at FROM llm_usage WHERE kind = 'chat' ORDER BY at DESC LIMIT 1").get(),
+    );
     if (!row) return null;
     const fallback = this.chain()?.fallbacks.includes(row.model) ?? false;
     return { result: fallback ? "fallback" : "primary", model: row.model, at: row.at };

@@ -1,9 +1,33 @@
 import { html } from "hono/html";
+import { z } from "zod";
+import { row } from "../../lib/row.js";
 import type { ChatMessage } from "../../llm/types.js";
 import type { PageBody } from "../layout.js";
 import { MarkdownBudget, renderMarkdown } from "../markdown.js";
 import { dashboardTimes } from "../time-format.js";
 import { type PageRoutes, respond } from "./page-context.js";
+
+const sessionRows = row(
+  z.object({
+    key: z.string(),
+    agent: z.string(),
+    updated_at: z.number(),
+    messages: z.number(),
+    tokens: z.number().nullable(),
+  }),
+  "SessionRow",
+);
+const receivedRows = row(
+  z.object({
+    id: z.number(),
+    received_at: z.number(),
+    status: z.string(),
+    outcome: z.string().nullable(),
+    outcome_cause: z.string().nullable(),
+    text: z.string().nullable(),
+  }),
+  "ReceivedRow",
+);
 
 interface SessionRow {
   key: string;
@@ -43,13 +67,15 @@ function messageView(message: ChatMessage, budget: MarkdownBudget): PageBody {
 export const sessionRoutes: PageRoutes = (app, deps) => {
   const times = dashboardTimes(deps.timezone);
   app.get("/ui/sessions", (c) => {
-    const rows = deps.store.db
-      .prepare(
-        `SELECT s.key, s.agent, s.updated_at, COUNT(m.id) AS messages, SUM(m.tokens) AS tokens
+    const rows = sessionRows.all(
+      deps.store.db
+        .prepare(
+          `SELECT s.key, s.agent, s.updated_at, COUNT(m.id) AS messages, SUM(m.tokens) AS tokens
          FROM sessions s LEFT JOIN messages m ON m.session_key = s.key
          GROUP BY s.key ORDER BY s.updated_at DESC LIMIT ${SESSIONS_SHOWN}`,
-      )
-      .all() as SessionRow[];
+        )
+        .all(),
+    );
     const part = html`<div id="sessions" hx-get="/ui/sessions" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
       ${
         rows.length === 0
@@ -84,12 +110,14 @@ export const sessionRoutes: PageRoutes = (app, deps) => {
       )
       .reverse();
     // The messages received in this session, each linked to its trace (newest first).
-    const received = deps.store.db
-      .prepare(
-        `SELECT id, received_at, status, outcome, outcome_cause, json_extract(payload, '$.text') AS text
+    const received = receivedRows.all(
+      deps.store.db
+        .prepare(
+          `SELECT id, received_at, status, outcome, outcome_cause, json_extract(payload, '$.text') AS text
          FROM inbox WHERE session_key = ? ORDER BY id DESC LIMIT ${RECEIVED_SHOWN}`,
-      )
-      .all(key) as ReceivedRow[];
+        )
+        .all(key),
+    );
     const part = html`<div id="history" hx-get="${url}" hx-trigger="magpie:changed from:body" hx-swap="outerHTML">
       <style>
         #history .md pre { background: var(--card); border: 1px solid var(--line); border-radius: 0.4rem; padding: 0.5rem 0.7rem; overflow-x: auto; white-space: pre; }
