@@ -1,7 +1,7 @@
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { backupDatabase, defaultBackupFile } from "../../store/backup.js";
 import type { CliCommand } from "../cli-env.js";
+import { parseCli } from "../parse-cli.js";
 
 const USAGE = `Usage: magpie backup [--to <file>]
   Copies the database with SQLite's online backup; safe while Magpie runs.
@@ -10,22 +10,9 @@ const USAGE = `Usage: magpie backup [--to <file>]
 
 /** `magpie backup [--to <file>]`: a consistent copy of the live database. */
 export const run: CliCommand = async (argv, env) => {
-  let values: { to?: string; help?: boolean };
-  try {
-    values = parseArgs({
-      args: argv,
-      options: { to: { type: "string" }, help: { type: "boolean", short: "h" } },
-      allowPositionals: false,
-      strict: true,
-    }).values;
-  } catch (error) {
-    env.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (values.help) {
-    env.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const parsed = parseCli(argv, env, USAGE, { to: { type: "string" } });
+  if (typeof parsed === "number") return parsed;
+  const { values } = parsed;
   const config = env.loadConfig();
   const destination = values.to ? path.resolve(values.to) : defaultBackupFile(config.dataDir);
   const result = await backupDatabase(path.join(config.dataDir, "magpie.db"), destination);

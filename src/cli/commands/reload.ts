@@ -1,8 +1,8 @@
-import { parseArgs } from "node:util";
 import { describeReloadOutcome, type ReloadOutcome, readReloadOutcome } from "../../app/reload-result.js";
 import { checkTriggerPredicates } from "../../triggers/check-predicates.js";
 import { runningInstance } from "../../upgrade/instance.js";
 import type { CliCommand } from "../cli-env.js";
+import { parseCli } from "../parse-cli.js";
 
 const USAGE = `Usage: magpie reload [--timeout <seconds>]
   Checks the config file, then has the running Magpie re-read it (SIGHUP) and prints what it applied, what
@@ -13,22 +13,9 @@ const POLL_MS = 100;
 
 /** `magpie reload`: validates the config, signals the running Magpie and reports its reload. */
 export const run: CliCommand = async (argv, env) => {
-  let values: { timeout?: string; help?: boolean };
-  try {
-    values = parseArgs({
-      args: argv,
-      options: { timeout: { type: "string" }, help: { type: "boolean", short: "h" } },
-      allowPositionals: false,
-      strict: true,
-    }).values;
-  } catch (error) {
-    env.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (values.help) {
-    env.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const parsed = parseCli(argv, env, USAGE, { timeout: { type: "string" } });
+  if (typeof parsed === "number") return parsed;
+  const { values } = parsed;
   const timeoutSecs = values.timeout === undefined ? 10 : Number(values.timeout);
   if (!Number.isFinite(timeoutSecs) || timeoutSecs <= 0) {
     env.stderr.write(`--timeout: give a number of seconds above 0, not "${values.timeout}".\n${USAGE}\n`);

@@ -1,8 +1,8 @@
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { RestoreError, restoreDatabase } from "../../store/restore.js";
 import { runningInstance } from "../../upgrade/instance.js";
 import type { CliCommand } from "../cli-env.js";
+import { parseCli } from "../parse-cli.js";
 
 const USAGE = `Usage: magpie restore <file>
   Puts a backup (from magpie backup) back as the database. Magpie must be stopped.
@@ -14,22 +14,8 @@ const USAGE = `Usage: magpie restore <file>
 
 /** `magpie restore <file>`: checks a backup and swaps it in for the database of a stopped Magpie. */
 export const run: CliCommand = async (argv, env) => {
-  let parsed: { values: { help?: boolean }; positionals: string[] };
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: { help: { type: "boolean", short: "h" } },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (error) {
-    env.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (parsed.values.help) {
-    env.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const parsed = parseCli(argv, env, USAGE, {}, { positionals: true });
+  if (typeof parsed === "number") return parsed;
   if (parsed.positionals.length !== 1) {
     env.stderr.write(`${parsed.positionals.length === 0 ? "Which backup?" : "One file only."}\n${USAGE}\n`);
     return 2;

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { PassThrough } from "node:stream";
-import { parseArgs } from "node:util";
 import type { CliCommand } from "../cli-env.js";
+import { parseCli } from "../parse-cli.js";
 
 const USAGE = `Usage: magpie selftest
   One synthetic turn through the console path, as magpie upgrade checks a new release: this build loads the
@@ -21,20 +21,8 @@ const TURN_TIMEOUT_MS = 90_000;
  * opened it before `/readyz` said 200).
  */
 export const run: CliCommand = async (argv, env) => {
-  try {
-    const { values } = parseArgs({
-      args: argv,
-      options: { help: { type: "boolean", short: "h" } },
-      strict: true,
-    });
-    if (values.help) {
-      env.stdout.write(`${USAGE}\n`);
-      return 0;
-    }
-  } catch (error) {
-    env.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
+  const parsed = parseCli(argv, env, USAGE, {});
+  if (typeof parsed === "number") return parsed;
   const loaded = env.loadConfig();
   const scratch = mkdtempSync(path.join(loaded.dataDir, ".selftest-"));
   const [{ MagpieApp }, { ConsoleChannel }, { magpieEvents }, { createLogger }] = await Promise.all([

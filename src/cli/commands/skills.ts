@@ -1,4 +1,3 @@
-import { parseArgs } from "node:util";
 import type { MagpieConfig } from "../../config/schema.js";
 import { errorMessage } from "../../lib/errors.js";
 import { scopeOf } from "../../security/path-resolver.js";
@@ -7,6 +6,7 @@ import { SkillCatalog, skillDirs } from "../../skills/skill-catalog.js";
 import { skillRows } from "../../skills/skill-rows.js";
 import type { Store } from "../../store/index.js";
 import type { CliCommand } from "../cli-env.js";
+import { parseCli } from "../parse-cli.js";
 import { jsonText } from "../terminal-output.js";
 
 const USAGE = `Usage: magpie skills <command>
@@ -16,24 +16,10 @@ const USAGE = `Usage: magpie skills <command>
 
 /** `magpie skills list|approve <name>`: skills and their approval state, read and written as the running Magpie does. */
 export const run: CliCommand = async (argv, env) => {
-  let parsed: { values: { json?: boolean; help?: boolean }; positionals: string[] };
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (error) {
-    env.stderr.write(`${errorMessage(error)}\n${USAGE}\n`);
-    return 2;
-  }
+  const parsed = parseCli(argv, env, USAGE, { json: { type: "boolean" } }, { positionals: true });
+  if (typeof parsed === "number") return parsed;
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
-  if (values.help) {
-    env.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
   const valid = (command === "list" && rest.length === 0) || (command === "approve" && rest.length === 1);
   if (!valid || (values.json && command !== "list")) {
     env.stderr.write(`${USAGE}\n`);

@@ -1,9 +1,9 @@
-import { parseArgs } from "node:util";
 import type { InboxItem } from "../../store/inbox.js";
 import type { Store } from "../../store/index.js";
 import { refusedTraceOf, TraceRepository, traceOf } from "../../store/trace.js";
 import { chatText, refusedText, timeFormat, traceText } from "../../store/trace-text.js";
 import type { CliCommand } from "../cli-env.js";
+import { parseCli } from "../parse-cli.js";
 import { jsonText } from "../terminal-output.js";
 
 const USAGE = `Usage: magpie trace <message> [--json]
@@ -18,30 +18,15 @@ const USAGE = `Usage: magpie trace <message> [--json]
  * its turns (each LLM call and tool call), the outbox parts with the platform's ids or why not, the outcome.
  */
 export const run: CliCommand = async (argv, env) => {
-  let values: { chat?: string; limit?: string; json?: boolean; help?: boolean };
-  let positionals: string[];
-  try {
-    const parsed = parseArgs({
-      args: argv,
-      options: {
-        chat: { type: "string" },
-        limit: { type: "string" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-      allowPositionals: true,
-      strict: true,
-    });
-    values = parsed.values;
-    positionals = parsed.positionals;
-  } catch (error) {
-    env.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (values.help) {
-    env.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const parsed = parseCli(
+    argv,
+    env,
+    USAGE,
+    { chat: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" } },
+    { positionals: true },
+  );
+  if (typeof parsed === "number") return parsed;
+  const { values, positionals } = parsed;
   const limit = values.limit === undefined ? 20 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1)
     return usage(env, `--limit: "${values.limit}" is not a positive number.`);

@@ -1,6 +1,6 @@
-import { parseArgs } from "node:util";
 import { UpgradeError } from "../../upgrade/upgrade-error.js";
 import type { CliCommand } from "../cli-env.js";
+import { parseCli } from "../parse-cli.js";
 
 const USAGE = `Usage: magpie upgrade [--to <version or git ref>]
   Upgrades a git-checkout install: snapshots the database, config and .env, installs the release beside this
@@ -23,22 +23,9 @@ function timeoutFromEnvironment(value: string | undefined): number | undefined |
 
 /** `magpie upgrade [--to <ref>]`: see src/upgrade/run-upgrade.ts. */
 export const run: CliCommand = async (argv, env) => {
-  let values: { to?: string; help?: boolean };
-  try {
-    values = parseArgs({
-      args: argv,
-      options: { to: { type: "string" }, help: { type: "boolean", short: "h" } },
-      allowPositionals: false,
-      strict: true,
-    }).values;
-  } catch (error) {
-    env.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (values.help) {
-    env.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const parsed = parseCli(argv, env, USAGE, { to: { type: "string" } });
+  if (typeof parsed === "number") return parsed;
+  const { values } = parsed;
   if (values.to !== undefined && (values.to === "" || values.to.startsWith("-"))) {
     env.stderr.write(
       `--to "${values.to}": name a version, tag, branch or commit (it can't start with "-").\n${USAGE}\n`,

@@ -1,9 +1,9 @@
-import { parseArgs } from "node:util";
 import { instantOfLocalDate } from "../../usage/calendar.js";
 import { PERIOD_LABELS, periodStart, USAGE_PERIODS, type UsagePeriod } from "../../usage/usage-command.js";
 import { summarizeUsage } from "../../usage/usage-summary.js";
 import { usageText } from "../../usage/usage-text.js";
 import type { CliCommand } from "../cli-env.js";
+import { parseCli } from "../parse-cli.js";
 import { jsonText } from "../terminal-output.js";
 
 const USAGE = `Usage: magpie usage [--since <date>] [--json]
@@ -13,27 +13,9 @@ const USAGE = `Usage: magpie usage [--since <date>] [--json]
 
 /** `magpie usage`: what the LLM calls cost since a date, by model and by origin (the `/usage` numbers). */
 export const run: CliCommand = async (argv, env) => {
-  let values: { since?: string; json?: boolean; help?: boolean };
-  try {
-    const parsed = parseArgs({
-      args: argv,
-      options: {
-        since: { type: "string" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-      allowPositionals: false,
-      strict: true,
-    });
-    values = parsed.values;
-  } catch (error) {
-    env.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (values.help) {
-    env.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const parsed = parseCli(argv, env, USAGE, { since: { type: "string" }, json: { type: "boolean" } });
+  if (typeof parsed === "number") return parsed;
+  const { values } = parsed;
   const config = env.loadConfig();
   const now = Date.now();
   const sinceText = values.since?.trim() || "today";

@@ -36,6 +36,8 @@ export const jobAuthorityMigration: Migration = {
       ALTER TABLE cron_jobs ADD COLUMN creator_tools TEXT;
       ALTER TABLE cron_jobs ADD COLUMN created_from TEXT;
     `);
+    // The three row casts here stay (each checked by shape-metrics): a migration is frozen as it shipped, and it
+    // reads the tables as they were at its own version, which today's row schemas don't describe.
     const jobs = db
       .prepare("SELECT id, source, created_by, created_at, agent FROM cron_jobs WHERE source = 'chat'")
       .all() as LegacyJob[];
