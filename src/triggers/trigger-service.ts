@@ -10,10 +10,10 @@ import { ConfigError } from "../core/errors.js";
 import { type AuthorityPort, ownerIdentity, type SenderIdentity } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
 import type { JobCreator } from "../scheduler/job.js";
-import { deliverRuleText } from "../scheduler/job-authority.js";
+import { deliverRuleText } from "../scheduler/action-runner.js";
 import type { KvRepository } from "../store/kv.js";
 import { actionKind, sourceKind, type TriggerCounts, type TriggerDefinition } from "./trigger.js";
-import { authorityRefusal } from "./trigger-authority.js";
+import { creationRefusal } from "./trigger-authority.js";
 import { TriggerError } from "./trigger-error.js";
 import type { TriggerRuntime } from "./trigger-runtime.js";
 
@@ -153,7 +153,7 @@ export class TriggerService {
 
   /** Makes a trigger from chat (trigger_add). */
   async add(trigger: TriggerConfig & { name: string }, origin: TriggerOrigin): Promise<TriggerView> {
-    const refusal = authorityRefusal({ ...configTrigger(trigger.name, trigger), creator: origin.creator });
+    const refusal = creationRefusal({ ...configTrigger(trigger.name, trigger), creator: origin.creator });
     if (refusal) throw new TriggerError(refusal.code, `Refused: ${refusal.message}; nothing was made.`);
     if (this.deps.config()[trigger.name])
       throw new TriggerError(
