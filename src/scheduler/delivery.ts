@@ -4,8 +4,8 @@ import type { AuthorityPort } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
 import type { Notifier } from "../notify/pushover.js";
 import type { OutboxRepository } from "../store/outbox.js";
-import type { DeliveryResult, Job, JobRun } from "./job.js";
 import { deliverRuleText, mayDeliverNow } from "./action-runner.js";
+import type { DeliveryResult, Job, JobRun } from "./job.js";
 import type { JobStore } from "./job-store.js";
 import { formatChatReport, formatPushoverReport, type RunOutcome } from "./report.js";
 

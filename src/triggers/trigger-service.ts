@@ -9,8 +9,8 @@ import {
 import { ConfigError } from "../core/errors.js";
 import { type AuthorityPort, ownerIdentity, type SenderIdentity } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
-import type { JobCreator } from "../scheduler/job.js";
 import { deliverRuleText } from "../scheduler/action-runner.js";
+import type { JobCreator } from "../scheduler/job.js";
 import type { KvRepository } from "../store/kv.js";
 import { actionKind, sourceKind, type TriggerCounts, type TriggerDefinition } from "./trigger.js";
 import { creationRefusal } from "./trigger-authority.js";
