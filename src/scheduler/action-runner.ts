@@ -73,6 +73,11 @@ export type AuthorityRefusal =
 /** Where a report goes right away (triggers, watches). */
 export interface ImmediateDelivery {
   chat?: ReplyTarget | undefined;
+  /**
+   * Whether the chat is judged again by the access rules (default true). Only `hardware.watch` says false: its
+   * `notify` chat comes from the owner's file and was never held to the `message` rule (kept as it was).
+   */
+  recheck?: boolean;
   pushover?: boolean | undefined;
   ntfy?: boolean | undefined;
 }
@@ -247,7 +252,7 @@ export function createActionRunner(deps: ActionRunnerDeps): ActionRunner {
       const logger = deps.logger;
       const chat = to.chat;
       if (chat) {
-        if (!mayDeliverNow(deps.authority(), chat)) {
+        if (to.recheck !== false && !mayDeliverNow(deps.authority(), chat)) {
           // The allowlist changed since the action was made: nothing is ever posted there.
           logger?.warn(
             { [from.kind]: from.id, channel: chat.channel, chatId: chat.chatId },
