@@ -1,5 +1,6 @@
 import { existsSync, realpathSync } from "node:fs";
 import type { BoardConfig } from "../config/sections/hardware.js";
+import { errorMessage } from "../core/errors.js";
 import { ToolError } from "../core/tool-error.js";
 import { boardBaud } from "./boards.js";
 import type { SerialBackend, SerialStream } from "./serial-backend.js";
@@ -259,10 +260,7 @@ export class SerialManager {
     try {
       await port.stream.write(bytes);
     } catch (error) {
-      throw new ToolError(
-        "serial.write_failed",
-        `Writing to ${port.path} failed: ${(error as Error).message}`,
-      );
+      throw new ToolError("serial.write_failed", `Writing to ${port.path} failed: ${errorMessage(error)}`);
     }
   }
 

@@ -82,7 +82,8 @@ export class RunDelivery {
         await notifier.send({ ...report, priority: outcome.status === "ok" ? 0 : 1 }, [provider]);
         result[provider] = { status: "sent" };
       } catch (error) {
-        const notConfigured = (error as { code?: string }).code === `${provider}.not_configured`;
+        const notConfigured =
+          error instanceof Error && "code" in error && error.code === `${provider}.not_configured`;
         result[provider] = {
           status: notConfigured ? "not_configured" : "failed",
           error: errorMessage(error),

@@ -1,93 +1,145 @@
+import { z } from "zod";
 import type { Db } from "../store/index.js";
 import type { DeliveryResult, Job, JobRun, RunStatus, RunTrigger } from "./job.js";
 
-interface JobRow {
-  id: number;
-  name: string;
-  schedule_kind: "cron" | "once";
-  expression: string | null;
-  timezone: string;
-  kind: Job["kind"];
-  payload: string;
-  agent: string | null;
-  tool_set: string | null;
-  deliver: string;
-  enabled: number;
-  source: Job["source"];
-  created_by: string | null;
-  creator_channel: string;
-  creator_user_id: string;
-  creator_user_name: string | null;
-  creator_role: "owner" | "guest";
-  creator_agent: string | null;
-  creator_tools: string | null;
-  created_from: string | null;
-  next_run_at: number | null;
-  last_run_at: number | null;
-  run_requested_at: number | null;
-  completed_at: number | null;
-  created_at: number;
+/**
+ * Rows as SQLite hands them back, and the JSON columns inside them, parsed with a schema rather than cast
+ * (DESIGN.md → Layout → Composition: "SQLite rows are parsed with a schema"). A damaged row throws here.
+ */
+const nullableText = z.string().nullable();
+const nullableTime = z.number().nullable();
+
+const jobRowSchema = z.object({
+  id: z.number(),
+  name: z.string(),
+  schedule_kind: z.enum(["cron", "once"]),
+  expression: nullableText,
+  timezone: z.string(),
+  kind: z.enum(["shell", "agent", "message"]),
+  payload: z.string(),
+  agent: nullableText,
+  tool_set: nullableText,
+  deliver: z.string(),
+  enabled: z.number(),
+  source: z.enum(["chat", "config", "cli"]),
+  created_by: nullableText,
+  creator_channel: z.string(),
+  creator_user_id: z.string(),
+  creator_user_name: nullableText,
+  creator_role: z.enum(["owner", "guest"]),
+  creator_agent: nullableText,
+  creator_tools: nullableText,
+  created_from: nullableText,
+  next_run_at: nullableTime,
+  last_run_at: nullableTime,
+  run_requested_at: nullableTime,
+  completed_at: nullableTime,
+  created_at: z.number(),
+});
+
+const runRowSchema = z.object({
+  id: z.number(),
+  job_id: z.number(),
+  scheduled_at: nullableTime,
+  started_at: z.number(),
+  finished_at: nullableTime,
+  duration_ms: nullableTime,
+  status: z.enum(["running", "ok", "error", "timeout", "skipped", "missed"]),
+  trigger: z.enum(["schedule", "manual", "catch_up"]),
+  output: nullableText,
+  delivery: nullableText,
+  delivery_state: z.enum(["none", "pending", "delivered", "failed"]),
+});
+
+const chatSchema = z.object({
+  channel: z.string(),
+  chatId: z.string(),
+  threadId: z.string().optional(),
+  replyToMessageId: z.string().optional(),
+});
+const deliverSchema = z.object({
+  chat: chatSchema.optional(),
+  pushover: z.boolean(),
+  ntfy: z.boolean().optional(),
+  mode: z.enum(["always", "on_error", "on_success", "none"]),
+});
+const sentSchema = z.object({
+  status: z.enum(["sent", "failed", "not_configured"]),
+  error: z.string().optional(),
+});
+const deliveryResultSchema = z.object({
+  chat: z
+    .object({
+      outboxId: z.number(),
+      status: z.enum(["queued", "sent", "failed"]),
+      error: z.string().optional(),
+    })
+    .optional(),
+  pushover: sentSchema.optional(),
+  ntfy: sentSchema.optional(),
+  alert: sentSchema.optional(),
+  skipped: z.string().optional(),
+  refused: z.string().optional(),
+});
+const toolSetSchema = z.union([z.string(), z.array(z.string())]);
+const toolNamesSchema = z.array(z.string());
+
+/** A JSON column read back through its schema. */
+function json<T>(text: string, schema: z.ZodType<T>): T {
+  return schema.parse(JSON.parse(text));
 }
 
-interface RunRow {
-  id: number;
-  job_id: number;
-  scheduled_at: number | null;
-  started_at: number;
-  finished_at: number | null;
-  duration_ms: number | null;
-  status: RunStatus;
-  trigger: RunTrigger;
-  output: string | null;
-  delivery: string | null;
-  delivery_state: JobRun["deliveryState"];
-}
-
-const toJob = (row: JobRow): Job => ({
-  id: row.id,
-  name: row.name,
-  schedule:
-    row.schedule_kind === "cron" ? { kind: "cron", expression: row.expression ?? "" } : { kind: "once" },
-  timezone: row.timezone,
-  kind: row.kind,
-  payload: row.payload,
-  agent: row.agent ?? undefined,
-  toolSet: row.tool_set ? (JSON.parse(row.tool_set) as string | string[]) : undefined,
-  deliver: JSON.parse(row.deliver) as Job["deliver"],
-  enabled: row.enabled === 1,
-  source: row.source,
-  createdBy: row.created_by ?? undefined,
-  creator: {
-    identity: {
-      channel: row.creator_channel,
-      userId: row.creator_user_id,
-      ...(row.creator_user_name ? { userName: row.creator_user_name } : {}),
-      role: row.creator_role,
+function toJob(value: unknown): Job {
+  const row = jobRowSchema.parse(value);
+  return {
+    id: row.id,
+    name: row.name,
+    schedule:
+      row.schedule_kind === "cron" ? { kind: "cron", expression: row.expression ?? "" } : { kind: "once" },
+    timezone: row.timezone,
+    kind: row.kind,
+    payload: row.payload,
+    agent: row.agent ?? undefined,
+    toolSet: row.tool_set ? json(row.tool_set, toolSetSchema) : undefined,
+    deliver: json(row.deliver, deliverSchema),
+    enabled: row.enabled === 1,
+    source: row.source,
+    createdBy: row.created_by ?? undefined,
+    creator: {
+      identity: {
+        channel: row.creator_channel,
+        userId: row.creator_user_id,
+        ...(row.creator_user_name ? { userName: row.creator_user_name } : {}),
+        role: row.creator_role,
+      },
+      ...(row.creator_agent ? { agent: row.creator_agent } : {}),
+      ...(row.creator_tools ? { toolNames: json(row.creator_tools, toolNamesSchema) } : {}),
     },
-    ...(row.creator_agent ? { agent: row.creator_agent } : {}),
-    ...(row.creator_tools ? { toolNames: JSON.parse(row.creator_tools) as string[] } : {}),
-  },
-  createdFrom: row.created_from ? (JSON.parse(row.created_from) as Job["createdFrom"]) : undefined,
-  nextRunAt: row.next_run_at,
-  lastRunAt: row.last_run_at,
-  runRequestedAt: row.run_requested_at,
-  completedAt: row.completed_at,
-  createdAt: row.created_at,
-});
+    createdFrom: row.created_from ? json(row.created_from, chatSchema) : undefined,
+    nextRunAt: row.next_run_at,
+    lastRunAt: row.last_run_at,
+    runRequestedAt: row.run_requested_at,
+    completedAt: row.completed_at,
+    createdAt: row.created_at,
+  };
+}
 
-const toRun = (row: RunRow): JobRun => ({
-  id: row.id,
-  jobId: row.job_id,
-  scheduledAt: row.scheduled_at,
-  startedAt: row.started_at,
-  finishedAt: row.finished_at,
-  durationMs: row.duration_ms,
-  status: row.status,
-  trigger: row.trigger,
-  output: row.output,
-  delivery: row.delivery ? (JSON.parse(row.delivery) as DeliveryResult) : null,
-  deliveryState: row.delivery_state,
-});
+function toRun(value: unknown): JobRun {
+  const row = runRowSchema.parse(value);
+  return {
+    id: row.id,
+    jobId: row.job_id,
+    scheduledAt: row.scheduled_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    durationMs: row.duration_ms,
+    status: row.status,
+    trigger: row.trigger,
+    output: row.output,
+    delivery: row.delivery ? json(row.delivery, deliveryResultSchema) : null,
+    deliveryState: row.delivery_state,
+  };
+}
 
 export type NewJob = Omit<Job, "id" | "lastRunAt" | "runRequestedAt" | "completedAt">;
 
@@ -155,18 +207,16 @@ export class JobStore {
   }
 
   get(id: number): Job | undefined {
-    const row = this.db.prepare("SELECT * FROM cron_jobs WHERE id = ?").get(id) as JobRow | undefined;
+    const row = this.db.prepare("SELECT * FROM cron_jobs WHERE id = ?").get(id);
     return row ? toJob(row) : undefined;
   }
 
   list(): Job[] {
-    return (this.db.prepare("SELECT * FROM cron_jobs ORDER BY id").all() as JobRow[]).map(toJob);
+    return this.db.prepare("SELECT * FROM cron_jobs ORDER BY id").all().map(toJob);
   }
 
   byConfigName(name: string): Job | undefined {
-    const row = this.db.prepare("SELECT * FROM cron_jobs WHERE source = 'config' AND name = ?").get(name) as
-      | JobRow
-      | undefined;
+    const row = this.db.prepare("SELECT * FROM cron_jobs WHERE source = 'config' AND name = ?").get(name);
     return row ? toJob(row) : undefined;
   }
 
@@ -178,7 +228,7 @@ export class JobStore {
          WHERE (enabled = 1 AND next_run_at IS NOT NULL AND next_run_at <= ?) OR run_requested_at IS NOT NULL
          ORDER BY next_run_at, id`,
       )
-      .all(now) as JobRow[];
+      .all(now);
     return rows.map(toJob);
   }
 
@@ -190,8 +240,8 @@ export class JobStore {
            SELECT MIN(next_run_at) AS at FROM cron_jobs WHERE enabled = 1
            UNION ALL SELECT MIN(run_requested_at) FROM cron_jobs)`,
       )
-      .get() as { at: number | null };
-    return row.at;
+      .get();
+    return z.object({ at: nullableTime }).parse(row).at;
   }
 
   setNextRun(id: number, nextRunAt: number | null, at: number): void {
@@ -269,30 +319,28 @@ export class JobStore {
   }
 
   getRun(runId: number): JobRun | undefined {
-    const row = this.db.prepare("SELECT * FROM cron_runs WHERE id = ?").get(runId) as RunRow | undefined;
+    const row = this.db.prepare("SELECT * FROM cron_runs WHERE id = ?").get(runId);
     return row ? toRun(row) : undefined;
   }
 
   /** Newest first. */
   runs(jobId: number, limit: number): JobRun[] {
-    return (
-      this.db
-        .prepare("SELECT * FROM cron_runs WHERE job_id = ? ORDER BY id DESC LIMIT ?")
-        .all(jobId, limit) as RunRow[]
-    ).map(toRun);
+    return this.db
+      .prepare("SELECT * FROM cron_runs WHERE job_id = ? ORDER BY id DESC LIMIT ?")
+      .all(jobId, limit)
+      .map(toRun);
   }
 
   runsAwaitingDelivery(): JobRun[] {
-    return (
-      this.db
-        .prepare("SELECT * FROM cron_runs WHERE delivery_state = 'pending' ORDER BY id")
-        .all() as RunRow[]
-    ).map(toRun);
+    return this.db
+      .prepare("SELECT * FROM cron_runs WHERE delivery_state = 'pending' ORDER BY id")
+      .all()
+      .map(toRun);
   }
 
   /** Runs left 'running' by a crash: nothing is executing them any more. */
   interruptedRuns(): JobRun[] {
-    return (this.db.prepare("SELECT * FROM cron_runs WHERE status = 'running'").all() as RunRow[]).map(toRun);
+    return this.db.prepare("SELECT * FROM cron_runs WHERE status = 'running'").all().map(toRun);
   }
 
   /** Keeps the newest `keep` runs of a job. */

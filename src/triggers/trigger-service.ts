@@ -224,7 +224,11 @@ export class TriggerService {
   async reload(options: {
     mqttChanged: boolean;
   }): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
-    const result = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
+    const result: { added: string[]; changed: string[]; removed: string[] } = {
+      added: [],
+      changed: [],
+      removed: [],
+    };
     const wanted = Object.entries(this.deps.config()).map(([name, trigger]) => configTrigger(name, trigger));
     const chatNames = new Set(this.stored().map((definition) => definition.name));
     const taken = wanted.filter((definition) => chatNames.has(definition.name));

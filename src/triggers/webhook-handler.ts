@@ -170,7 +170,8 @@ export function parseBody(body: Buffer | string): unknown {
   // V8's JSON.parse spends ~1 s failing on 1 MB of `[`: a body nested past any real payload's depth is text.
   if (nestingDeeperThan(text, MAX_JSON_DEPTH)) return text;
   try {
-    return JSON.parse(text) as unknown;
+    const parsed: unknown = JSON.parse(text);
+    return parsed;
   } catch {
     return text;
   }
