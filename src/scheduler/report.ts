@@ -49,7 +49,7 @@ export function formatPushoverReport(job: Job, outcome: RunOutcome): { title: st
  */
 const field = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
 const shellResultSchema = z.object({
-  ok: z.unknown(),
+  ok: z.unknown().optional(),
   error: field(z.object({ code: field(z.string()), message: field(z.string()) })),
   exit_code: field(z.number()),
   stdout: field(z.string()),
