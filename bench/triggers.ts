@@ -14,6 +14,7 @@ import mqtt from "mqtt";
 import { parseConfig } from "../src/config/load.js";
 import { ownerIdentity } from "../src/core/identity.js";
 import { silentLogger } from "../src/log/logger.js";
+import { createActionRunner } from "../src/scheduler/action-runner.js";
 import { Store } from "../src/store/index.js";
 import type { TriggerDefinition } from "../src/triggers/trigger.js";
 import { createTriggerActions } from "../src/triggers/trigger-actions.js";
@@ -112,22 +113,24 @@ async function flood(
     kv: Store.open(":memory:").kv,
     mqttClientId: `bench-${process.pid}-${name}`,
     run: createTriggerActions({
-      // The outbox hand-off is where "message" ends for the trigger: the send itself is the channel's.
-      messenger: {
-        send: (_target, message) => {
-          const index = Number(/#(\d+)/.exec(message.text ?? "")?.[1] ?? -1);
-          const started = sentAt.get(index);
-          if (started !== undefined) latencies.push(performance.now() - started);
-          return ++messages;
+      runner: createActionRunner({
+        // The outbox hand-off is where "message" ends for the trigger: the send itself is the channel's.
+        messenger: {
+          send: (_target, message) => {
+            const index = Number(/#(\d+)/.exec(message.text ?? "")?.[1] ?? -1);
+            const started = sentAt.get(index);
+            if (started !== undefined) latencies.push(performance.now() - started);
+            return ++messages;
+          },
+          waitForDelivery: async () => "sent",
         },
-        waitForDelivery: async () => "sent",
-      },
-      notifier: { configured: false, send: async () => "" },
-      tools: { execute: async () => "", resolveToolSet: () => [] },
-      agent: { run: async () => ({ ok: true, text: "" }) },
-      authority: () => ({ roleOf: () => "owner", mayDeliver: () => true }),
-      logger: silentLogger(),
-      maxMessageLength: () => 4_000,
+        notifier: { configured: false, send: async () => "" },
+        tools: { execute: async () => "", resolveToolSet: () => [] },
+        agent: { run: async () => ({ ok: true, text: "" }) },
+        authority: () => ({ roleOf: () => "owner", mayDeliver: () => true }),
+        logger: silentLogger(),
+        maxMessageLength: () => 4_000,
+      }),
       runTimeoutMs: 60_000,
     }),
   });

@@ -22,11 +22,21 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
       // Loaded only when boards are configured: a box without hardware pays nothing at start-up.
       const { HardwareService } = await import("../hardware/hardware-service.js");
       const { WatchEvents } = await import("../hardware/watch-events.js");
+      const { createActionRunner } = await import("../scheduler/action-runner.js");
       const service = new HardwareService(hardware, ports, () => new Date(app.clock.now()));
+      const notifier = app.services.notifier ?? createPushoverNotifier(pushover);
       service.events = new WatchEvents({
         watches: hardware.watch,
-        messenger: app.messenger,
-        notifier: app.services.notifier ?? createPushoverNotifier(pushover),
+        runner: createActionRunner({
+          messenger: app.messenger,
+          notifier,
+          tools: app.tools,
+          agent: app.agent,
+          authority: () => app.authority(),
+          logger: app.logger.child({ module: "hardware" }),
+          maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength ?? 4_000,
+        }),
+        pushoverConfigured: notifier.configured,
         notes: (note) => void app.note(note),
         kv: app.store.kv,
         logger: app.logger.child({ module: "hardware" }),

@@ -59,6 +59,7 @@ export function createTriggersFeature(): MagpieFeature {
 async function loadRuntime(app: AppContext, definitions: TriggerDefinition[]): Promise<TriggerRuntime> {
   const { TriggerRuntime } = await import("../triggers/trigger-runtime.js");
   const { createTriggerActions } = await import("../triggers/trigger-actions.js");
+  const { createActionRunner } = await import("../scheduler/action-runner.js");
   const { newClientIdPrefix } = await import("../triggers/mqtt-hub.js");
   const { config } = app;
   const logger = app.logger.child({ module: "triggers" });
@@ -76,13 +77,15 @@ async function loadRuntime(app: AppContext, definitions: TriggerDefinition[]): P
     kv: app.store.kv,
     mqttClientId: clientId,
     run: createTriggerActions({
-      messenger: app.messenger,
-      notifier: app.services.notifier ?? createPhoneNotifier(config.notify),
-      tools: app.tools,
-      agent: app.agent,
-      authority: () => app.authority(),
-      logger,
-      maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength ?? 4_000,
+      runner: createActionRunner({
+        messenger: app.messenger,
+        notifier: app.services.notifier ?? createPhoneNotifier(config.notify),
+        tools: app.tools,
+        agent: app.agent,
+        authority: () => app.authority(),
+        logger,
+        maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength ?? 4_000,
+      }),
       runTimeoutMs: config.cron.runTimeoutSecs * 1000,
     }),
   });

@@ -1,7 +1,7 @@
 import type { BoardConfig } from "../config/sections/hardware.js";
 import { ToolError } from "../core/tool-error.js";
 import { boardBaud } from "./boards.js";
-import type { Gpio, GpioLine, Level } from "./gpio-port.js";
+import { type Gpio, type GpioLine, toLevel } from "./gpio-port.js";
 import type { SerialManager } from "./serial-manager.js";
 
 const REQUEST_TIMEOUT_MS = 3_000;
@@ -54,7 +54,7 @@ export class ProtocolGpio implements Gpio {
     return {
       read: async () => {
         const answer = await boardRequest(this.serial, this.board, { cmd: "gpio_read", pin: line });
-        return (Number(answer.value) ? 1 : 0) as Level;
+        return toLevel(Number(answer.value));
       },
       write: async (value) =>
         void (await boardRequest(this.serial, this.board, { cmd: "gpio_write", pin: line, value })),

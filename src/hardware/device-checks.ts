@@ -2,6 +2,7 @@ import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
 import type { HardwareConfig } from "../config/sections/hardware.js";
 import { ToolError } from "../core/tool-error.js";
+import { errorMessage } from "../lib/errors.js";
 import type { HostRoots } from "./board-info.js";
 import { REAL_HOST } from "./board-info.js";
 import { BOARD_FACTS, isSerialBoard } from "./boards.js";
@@ -101,7 +102,7 @@ export function hardwareChecks(
           checks.push({
             name: `${name} gpio`,
             verdict: "fail",
-            detail: (error as Error).message,
+            detail: errorMessage(error),
             fix: "fix hardware.boards[].gpioChip or the pin's line",
           });
         }

@@ -1,5 +1,6 @@
 import { ToolError } from "../core/tool-error.js";
-import type { Gpio, GpioLine, Level } from "./gpio-port.js";
+import { errorMessage } from "../lib/errors.js";
+import { type Gpio, type GpioLine, toLevel } from "./gpio-port.js";
 import { loadNative, requireLinux } from "./native.js";
 import { checkGpioAccess, gpioPermission, REAL_ROOTS, type SysfsRoots, sysfsNumber } from "./sysfs-gpio.js";
 
@@ -39,11 +40,11 @@ export class OnoffGpio implements Gpio {
       throw gpioFailure(error, line, number);
     }
     return {
-      read: async () => pin.readSync() as Level,
+      read: async () => toLevel(pin.readSync()),
       write: async (value) => pin.writeSync(value),
       onEdge: (listener) =>
         pin.watch((error, value) => {
-          if (!error) listener(value as Level);
+          if (!error) listener(toLevel(value));
         }),
       release: () => {
         try {
@@ -57,10 +58,10 @@ export class OnoffGpio implements Gpio {
 }
 
 function gpioFailure(error: unknown, line: number, number: number): ToolError {
-  const code = (error as NodeJS.ErrnoException).code;
+  const code = error instanceof Error && "code" in error ? error.code : undefined;
   if (code === "EACCES" || code === "EPERM") return gpioPermission(`/sys/class/gpio/gpio${number}`);
   return new ToolError(
     "gpio.open_failed",
-    `Could not open BCM line ${line} (sysfs GPIO ${number}): ${(error as Error).message}. Is the line used by another driver (I2C, SPI, 1-wire overlays)?`,
+    `Could not open BCM line ${line} (sysfs GPIO ${number}): ${errorMessage(error)}. Is the line used by another driver (I2C, SPI, 1-wire overlays)?`,
   );
 }

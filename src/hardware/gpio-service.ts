@@ -1,7 +1,7 @@
 import type { BoardConfig, HardwareConfig, PinConfig } from "../config/sections/hardware.js";
 import { pinBoard } from "../config/sections/hardware.js";
 import { ToolError } from "../core/tool-error.js";
-import type { Gpio, GpioLine, Level } from "./gpio-port.js";
+import { type Gpio, type GpioLine, type Level, toLevel } from "./gpio-port.js";
 
 /** A debounced edge on a named pin (logical value: active-low already applied). */
 export interface PinEdge {
@@ -45,7 +45,7 @@ export class GpioService {
   async read(name: string): Promise<Level> {
     const pin = this.pin(name);
     const open = await this.open(name);
-    return ((await open.line.read()) ^ (pin.activeLow ? 1 : 0)) as Level;
+    return toLevel((await open.line.read()) ^ (pin.activeLow ? 1 : 0));
   }
 
   /** Throws unless `name` is a declared `out` pin. */
@@ -63,7 +63,7 @@ export class GpioService {
   async write(name: string, value: Level): Promise<void> {
     const pin = this.checkWritable(name);
     const open = await this.open(name);
-    await open.line.write((value ^ (pin.activeLow ? 1 : 0)) as Level);
+    await open.line.write(toLevel(value ^ (pin.activeLow ? 1 : 0)));
   }
 
   /** Calls `listener` on every debounced edge of a pin with `edge` set, once its line is watched. */
@@ -124,7 +124,7 @@ export class GpioService {
         const open: OpenLine = { line, timer: null, last: null };
         if (pin.edge) {
           void line.read().then((raw) => {
-            open.last ??= (raw ^ (pin.activeLow ? 1 : 0)) as Level;
+            open.last ??= toLevel(raw ^ (pin.activeLow ? 1 : 0));
           });
           line.onEdge((raw) => this.raw(name, pin, open, raw));
         }
@@ -144,7 +144,7 @@ export class GpioService {
       if (pin.edge !== "both" && pin.edge !== edge) return;
       for (const listener of [...this.listeners]) listener({ pin: name, value, edge, at: this.now() });
     };
-    const logical = (level: Level) => (level ^ (pin.activeLow ? 1 : 0)) as Level;
+    const logical = (level: Level) => toLevel(level ^ (pin.activeLow ? 1 : 0));
     if (pin.debounceMs === 0) {
       settle(logical(raw));
       return;

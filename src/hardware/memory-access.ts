@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { BoardConfig } from "../config/sections/hardware.js";
 import { ToolError } from "../core/tool-error.js";
+import { errorMessage } from "../lib/errors.js";
 import { boardRequest } from "./board-protocol.js";
 import { BOARD_FACTS } from "./boards.js";
 import { parseHex, toHex } from "./hex.js";
@@ -110,7 +111,7 @@ export class MemoryAccess {
     } catch (error) {
       throw new ToolError(
         "memory.probe_failed",
-        `probe-rs failed: ${(error as Error).message.slice(0, 400)}. Is the board's ST-LINK connected (and the udev rules for probe-rs installed)?`,
+        `probe-rs failed: ${errorMessage(error).slice(0, 400)}. Is the board's ST-LINK connected (and the udev rules for probe-rs installed)?`,
       );
     }
   }

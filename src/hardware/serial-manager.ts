@@ -1,6 +1,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import type { BoardConfig } from "../config/sections/hardware.js";
 import { ToolError } from "../core/tool-error.js";
+import { errorMessage } from "../lib/errors.js";
 import { boardBaud } from "./boards.js";
 import type { SerialBackend, SerialStream } from "./serial-backend.js";
 
@@ -259,10 +260,7 @@ export class SerialManager {
     try {
       await port.stream.write(bytes);
     } catch (error) {
-      throw new ToolError(
-        "serial.write_failed",
-        `Writing to ${port.path} failed: ${(error as Error).message}`,
-      );
+      throw new ToolError("serial.write_failed", `Writing to ${port.path} failed: ${errorMessage(error)}`);
     }
   }
 

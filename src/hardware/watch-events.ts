@@ -2,9 +2,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { WatchConfig } from "../config/sections/hardware.js";
 import type { SessionNote } from "../core/chat-turns.js";
-import type { Messenger } from "../core/messenger.js";
 import type { ReplyTarget } from "../core/types.js";
-import type { Notifier } from "../notify/pushover.js";
 import type { KvRepository } from "../store/kv.js";
 import type { PinEdge } from "./gpio-service.js";
 
@@ -37,11 +35,24 @@ export interface SessionWatch {
   sender: SessionNote["sender"];
 }
 
+/**
+ * The one action runner's delivery (src/scheduler/action-runner.ts → `ActionRunner.deliver`), as a port: the
+ * watch names itself as an event source (`hardware:<pin>`) and the runner posts to the chat or the phone.
+ */
+export interface WatchDelivery {
+  deliver(
+    from: { kind: string; id: string; label: string; origin: "event" },
+    to: { chat?: ReplyTarget; pushover?: boolean; recheck?: boolean },
+    text: string,
+  ): Promise<void>;
+}
+
 export interface WatchEventsOptions {
   watches: readonly WatchConfig[];
-  messenger: Messenger;
-  /** Null when Pushover isn't configured (config validation lets `pushover: true` through only with a warning). */
-  notifier: Notifier | null;
+  /** Delivery through the action runner (chat and phone). */
+  runner: WatchDelivery;
+  /** Whether Pushover is configured (config validation lets `pushover: true` through only with a warning). */
+  pushoverConfigured: boolean;
   notes: (note: SessionNote) => void;
   kv: KvRepository;
   logger: Logger;
@@ -104,6 +115,14 @@ export class WatchEvents {
     this.suppressed.delete(edge.pin);
     const text = `⚡ ${edge.pin}: ${edge.edge} (now ${edge.value}) at ${edge.at.toISOString()}${dropped > 0 ? ` — ${dropped} more event(s) in the last minute were not delivered (rate limit)` : ""}`;
     const delivered: string[] = [];
+    const from = {
+      kind: "hardware",
+      id: edge.pin,
+      label: `hardware.watch of ${edge.pin}`,
+      origin: "event",
+    } as const;
+    const failed = (what: string) => (error: unknown) =>
+      this.options.logger.warn({ err: error, pin: edge.pin }, `hardware-event-${what}-failed`);
     for (const watch of watches) {
       const { channel, chat_id: chatId, pushover } = watch.notify;
       if (channel !== undefined && chatId !== undefined) {
@@ -119,18 +138,15 @@ export class WatchEvents {
           });
           delivered.push("turn");
         } else {
-          this.options.messenger.send(target, { text }, "notice");
+          // The chat is handed over synchronously (the runner's delivery awaits nothing before it).
+          this.options.runner.deliver(from, { chat: target, recheck: false }, text).catch(failed("chat"));
           delivered.push("chat");
         }
       }
       if (pushover) {
-        if (this.options.notifier?.configured) {
+        if (this.options.pushoverConfigured) {
           delivered.push("pushover");
-          this.options.notifier
-            .send({ title: `Magpie: ${edge.pin}`, message: text }, ["pushover"])
-            .catch((error: unknown) =>
-              this.options.logger.warn({ err: error, pin: edge.pin }, "hardware-event-pushover-failed"),
-            );
+          this.options.runner.deliver(from, { pushover: true }, text).catch(failed("pushover"));
         } else this.options.logger.warn({ pin: edge.pin }, "hardware-event-pushover-not-configured");
       }
     }

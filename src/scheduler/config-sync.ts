@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { AuthorityPort } from "../core/identity.js";
+import { deliverRuleText } from "./action-runner.js";
 import type { Job, JobSpec } from "./job.js";
-import { deliverRuleText } from "./job-authority.js";
 import { planJob } from "./job-plan.js";
 import type { JobStore } from "./job-store.js";
 import { specOfJob } from "./job-view.js";

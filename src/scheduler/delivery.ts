@@ -4,8 +4,8 @@ import type { Messenger } from "../core/messenger.js";
 import { errorMessage } from "../lib/errors.js";
 import type { Notifier } from "../notify/pushover.js";
 import type { OutboxRepository } from "../store/outbox.js";
+import { deliverRuleText, mayDeliverNow } from "./action-runner.js";
 import type { DeliveryResult, Job, JobRun } from "./job.js";
-import { deliverRuleText, mayDeliverNow } from "./job-authority.js";
 import type { JobStore } from "./job-store.js";
 import { formatChatReport, formatPushoverReport, type RunOutcome } from "./report.js";
 
@@ -82,7 +82,8 @@ export class RunDelivery {
         await notifier.send({ ...report, priority: outcome.status === "ok" ? 0 : 1 }, [provider]);
         result[provider] = { status: "sent" };
       } catch (error) {
-        const notConfigured = (error as { code?: string }).code === `${provider}.not_configured`;
+        const notConfigured =
+          error instanceof Error && "code" in error && error.code === `${provider}.not_configured`;
         result[provider] = {
           status: notConfigured ? "not_configured" : "failed",
           error: errorMessage(error),

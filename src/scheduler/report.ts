@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { Job, RunStatus, RunTrigger } from "./job.js";
 
 export interface RunOutcome {
@@ -42,6 +43,20 @@ export function formatPushoverReport(job: Job, outcome: RunOutcome): { title: st
   };
 }
 
+/**
+ * A shell tool result as far as a report reads it: any object (a field of an unexpected type reads as absent,
+ * as before: the fields are caught one by one so a bad one never hides the others).
+ */
+const field = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
+const shellResultSchema = z.object({
+  ok: z.unknown().optional(),
+  error: field(z.object({ code: field(z.string()), message: field(z.string()) })),
+  exit_code: field(z.number()),
+  stdout: field(z.string()),
+  stderr: field(z.string()),
+  signal: field(z.string()),
+});
+
 /** Shell tool results are JSON ({exit_code, stdout, stderr}); renders them as terminal-like text. */
 export function shellOutputText(result: string): { ok: boolean; text: string } {
   let parsed: unknown;
@@ -50,18 +65,20 @@ export function shellOutputText(result: string): { ok: boolean; text: string } {
   } catch {
     return { ok: true, text: result };
   }
-  if (!parsed || typeof parsed !== "object") return { ok: true, text: result };
-  const record = parsed as Record<string, unknown>;
+  // An array reads as an object with none of the fields (as it always did).
+  const shape = shellResultSchema.safeParse(Array.isArray(parsed) ? {} : parsed);
+  if (!shape.success) return { ok: true, text: result };
+  const record = shape.data;
   if (record.ok === false) {
-    const error = (record.error ?? {}) as { code?: string; message?: string };
+    const error = record.error ?? {};
     return { ok: false, text: `${error.code ?? "error"}: ${error.message ?? result}` };
   }
-  const exitCode = typeof record.exit_code === "number" ? record.exit_code : null;
-  const stdout = typeof record.stdout === "string" ? record.stdout.trimEnd() : "";
-  const stderr = typeof record.stderr === "string" ? record.stderr.trimEnd() : "";
+  const exitCode = record.exit_code ?? null;
+  const stdout = record.stdout?.trimEnd() ?? "";
+  const stderr = record.stderr?.trimEnd() ?? "";
   const parts = [stdout, stderr ? `[stderr]\n${stderr}` : ""].filter(Boolean);
   if (exitCode !== null && exitCode !== 0) parts.push(`[exit code ${exitCode}]`);
-  if (typeof record.signal === "string") parts.push(`[killed by ${record.signal}]`);
+  if (record.signal !== undefined) parts.push(`[killed by ${record.signal}]`);
   return { ok: exitCode === 0 || (exitCode === null && !record.signal), text: parts.join("\n") };
 }
 

@@ -316,7 +316,13 @@ export function firstDelivery(
   if (dup && recent.has(key)) return false;
   recent.delete(key);
   recent.add(key);
-  if (recent.size > RECENT_KEPT) recent.delete(recent.values().next().value as string);
+  if (recent.size > RECENT_KEPT) {
+    // A Set iterates in insertion order: the first key is the oldest.
+    for (const oldest of recent) {
+      recent.delete(oldest);
+      break;
+    }
+  }
   return true;
 }
 

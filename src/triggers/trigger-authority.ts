@@ -1,3 +1,4 @@
+import { authorityRefusal, type NeededTool, SHELL_TOOL } from "../scheduler/action-runner.js";
 import type { TriggerDefinition } from "./trigger.js";
 
 /**
@@ -6,33 +7,36 @@ import type { TriggerDefinition } from "./trigger.js";
  * resource" and "Jobs carry their creator's authority").
  */
 const SOURCE_TOOLS = {
-  serial: { tool: "serial", what: "a board's serial port" },
-  gpio: { tool: "gpio", what: "a GPIO pin" },
-  mqtt: { tool: "mqtt_publish", what: "the MQTT broker" },
-} as const;
+  serial: { tool: "serial", does: "reads a board's serial port" },
+  gpio: { tool: "gpio", does: "reads a GPIO pin" },
+  mqtt: { tool: "mqtt_publish", does: "reads the MQTT broker" },
+} as const satisfies Record<string, NeededTool>;
 
-/** Why a trigger may not be made or run with its creator's authority (a rule ID and a sentence), or null. */
-export function authorityRefusal(trigger: TriggerDefinition): { code: string; message: string } | null {
-  const { identity, toolNames } = trigger.creator;
-  if (identity.role === "guest")
+/** The tools a trigger's source reaches (its action's own, shell, is the runner's to add). */
+export function sourceTools(trigger: Pick<TriggerDefinition, "on">): NeededTool[] {
+  return Object.entries(SOURCE_TOOLS).flatMap(([source, needed]) => (source in trigger.on ? [needed] : []));
+}
+
+/**
+ * Why a trigger may not be made with its creator's authority (a rule ID and a sentence), or null: the action
+ * runner's one rule (src/scheduler/action-runner.ts), worded for trigger_add and the runtime's problems.
+ */
+export function creationRefusal(trigger: TriggerDefinition): { code: string; message: string } | null {
+  const needed = [...("command" in trigger.do ? [SHELL_TOOL] : []), ...sourceTools(trigger)];
+  const refusal = authorityRefusal(trigger.creator, needed);
+  if (!refusal) return null;
+  const { identity } = trigger.creator;
+  if (refusal.rule === "guest_not_allowed")
     return {
       code: "trigger.guest_not_allowed",
       message: `only an owner can make triggers, and ${identity.userName ?? identity.userId} is a guest on ${identity.channel}`,
     };
-  // Config triggers (no recorded tools) are the owners'.
-  if (!toolNames) return null;
-  const tools = toolNames.join(", ") || "none";
-  if ("command" in trigger.do && !toolNames.includes("shell"))
-    return {
-      code: "trigger.tool_not_allowed",
-      message: `a command trigger runs shell, and the turn that made it had no shell tool (its tools: ${tools}); use message or prompt instead`,
-    };
-  for (const [source, { tool, what }] of Object.entries(SOURCE_TOOLS)) {
-    if (!(source in trigger.on) || toolNames.includes(tool)) continue;
-    return {
-      code: "trigger.tool_not_allowed",
-      message: `a ${source} trigger reads ${what}, and the turn that made it had no ${tool} tool (its tools: ${tools})`,
-    };
-  }
-  return null;
+  const source = Object.keys(SOURCE_TOOLS).find((name) => name in trigger.on && refusal.tool !== "shell");
+  return {
+    code: "trigger.tool_not_allowed",
+    message:
+      refusal.tool === "shell"
+        ? `a command trigger runs shell, and the turn that made it had no shell tool (its tools: ${refusal.tools}); use message or prompt instead`
+        : `a ${source} trigger ${refusal.does}, and the turn that made it had no ${refusal.tool} tool (its tools: ${refusal.tools})`,
+  };
 }

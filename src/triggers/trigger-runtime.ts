@@ -13,7 +13,7 @@ import { chatFilterProblem, topicFilterProblem } from "./mqtt-topic.js";
 import { predicateProblem } from "./predicate.js";
 import { RetainedLedger } from "./retained-ledger.js";
 import type { TriggerCounts, TriggerDefinition, TriggerEvent, TriggerResult } from "./trigger.js";
-import { authorityRefusal } from "./trigger-authority.js";
+import { creationRefusal } from "./trigger-authority.js";
 import { type ActionRunner, TriggerEngine } from "./trigger-engine.js";
 import { parseBody } from "./webhook-handler.js";
 
@@ -68,7 +68,7 @@ export class TriggerRuntime {
     const at = `triggers.${trigger.name}`;
     const problems: string[] = [];
     // A trigger made in chat reaches a device, pin or broker only if its creator's turn had the tool for it.
-    const refusal = trigger.source === "chat" ? authorityRefusal(trigger) : null;
+    const refusal = trigger.source === "chat" ? creationRefusal(trigger) : null;
     if (refusal) problems.push(`${at}: ${refusal.message}`);
     if (trigger.when !== undefined) {
       const problem = predicateProblem(trigger.when);

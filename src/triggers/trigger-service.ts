@@ -9,11 +9,11 @@ import {
 import { type AuthorityPort, ownerIdentity, type SenderIdentity } from "../core/identity.js";
 import type { ReplyTarget } from "../core/types.js";
 import { ConfigError } from "../lib/errors.js";
+import { deliverRuleText } from "../scheduler/action-runner.js";
 import type { JobCreator } from "../scheduler/job.js";
-import { deliverRuleText } from "../scheduler/job-authority.js";
 import type { KvRepository } from "../store/kv.js";
 import { actionKind, sourceKind, type TriggerCounts, type TriggerDefinition } from "./trigger.js";
-import { authorityRefusal } from "./trigger-authority.js";
+import { creationRefusal } from "./trigger-authority.js";
 import { TriggerError } from "./trigger-error.js";
 import type { TriggerRuntime } from "./trigger-runtime.js";
 
@@ -153,7 +153,7 @@ export class TriggerService {
 
   /** Makes a trigger from chat (trigger_add). */
   async add(trigger: TriggerConfig & { name: string }, origin: TriggerOrigin): Promise<TriggerView> {
-    const refusal = authorityRefusal({ ...configTrigger(trigger.name, trigger), creator: origin.creator });
+    const refusal = creationRefusal({ ...configTrigger(trigger.name, trigger), creator: origin.creator });
     if (refusal) throw new TriggerError(refusal.code, `Refused: ${refusal.message}; nothing was made.`);
     if (this.deps.config()[trigger.name])
       throw new TriggerError(
@@ -224,7 +224,11 @@ export class TriggerService {
   async reload(options: {
     mqttChanged: boolean;
   }): Promise<{ added: string[]; changed: string[]; removed: string[] }> {
-    const result = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
+    const result: { added: string[]; changed: string[]; removed: string[] } = {
+      added: [],
+      changed: [],
+      removed: [],
+    };
     const wanted = Object.entries(this.deps.config()).map(([name, trigger]) => configTrigger(name, trigger));
     const chatNames = new Set(this.stored().map((definition) => definition.name));
     const taken = wanted.filter((definition) => chatNames.has(definition.name));

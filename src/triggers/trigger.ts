@@ -22,7 +22,7 @@ export type TriggerResult = "fired" | "filtered" | "error" | "dropped";
 
 /**
  * One trigger as it runs, from the config or made in chat. A config trigger is the owners'; a chat trigger
- * carries its creator's identity, tool set and chat exactly like a job (src/scheduler/job-authority.ts).
+ * carries its creator's identity, tool set and chat exactly like a job (src/scheduler/action-runner.ts).
  */
 export interface TriggerDefinition {
   name: string;
