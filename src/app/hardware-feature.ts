@@ -1,6 +1,5 @@
 import { ConfigError } from "../core/errors.js";
 import type { HardwarePorts } from "../hardware/hardware-service.js";
-import { createPushoverNotifier } from "../notify/pushover.js";
 import type { MagpieFeature } from "./feature.js";
 
 /**
@@ -10,6 +9,7 @@ import type { MagpieFeature } from "./feature.js";
 export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature {
   return {
     name: "hardware",
+    provides: ["hardware"],
     async setup(app) {
       const { hardware } = app.config;
       if (hardware.boards.length === 0) return;
@@ -26,7 +26,7 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
       service.events = new WatchEvents({
         watches: hardware.watch,
         messenger: app.messenger,
-        notifier: app.services.notifier ?? createPushoverNotifier(pushover),
+        notifier: app.services.notifier,
         notes: (note) => void app.note(note),
         kv: app.store.kv,
         logger: app.logger.child({ module: "hardware" }),
@@ -35,9 +35,6 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
       const events = service.events;
       service.gpio.onEdge((edge) => events.handle(edge));
       app.services.hardware = service;
-      app.onStop(() => service.close());
-      // A session that ends gives up the serial ports it owned.
-      app.onSessionReset((sessionKey) => service.serial.closeOwnedBy(sessionKey));
       app.logger.info(
         {
           boards: hardware.boards.map((board) => `${board.name}:${board.type}`),
@@ -45,6 +42,11 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
         },
         "hardware-configured",
       );
+      return {
+        stop: () => service.close(),
+        // A session that ends gives up the serial ports it owned.
+        onSessionReset: (sessionKey) => service.serial.closeOwnedBy(sessionKey),
+      };
     },
     async start(app) {
       const service = app.services.hardware;

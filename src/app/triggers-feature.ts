@@ -1,5 +1,4 @@
 import { ConfigError } from "../core/errors.js";
-import { createPhoneNotifier } from "../notify/phone.js";
 import { SeenSignatures } from "../triggers/seen-signatures.js";
 import type { TriggerDefinition } from "../triggers/trigger.js";
 import type { TriggerRuntime } from "../triggers/trigger-runtime.js";
@@ -20,6 +19,8 @@ const MQTT_CLIENT_ID_KEY = "triggers.mqtt_client_id";
 export function createTriggersFeature(): MagpieFeature {
   return {
     name: "triggers",
+    provides: ["triggers"],
+    uses: ["authority", "hardware"],
     async setup(app) {
       const service = new TriggerService({
         config: () => app.config.triggers,
@@ -40,9 +41,11 @@ export function createTriggersFeature(): MagpieFeature {
       app.http.route("POST", "/hooks/:name", webhook);
       // Configured triggers are checked now: a bad `when` stops start-up with its key named.
       if (service.hasTriggers()) await service.ready();
-      app.onStop(async () => {
-        await service.loaded()?.close();
-      });
+      return {
+        stop: async () => {
+          await service.loaded()?.close();
+        },
+      };
     },
     async reload(app, change) {
       const mqttChanged = change.touches("mqtt");
@@ -76,7 +79,7 @@ async function loadRuntime(app: AppContext, definitions: TriggerDefinition[]): P
     mqttClientId: clientId,
     run: createTriggerActions({
       messenger: app.messenger,
-      notifier: app.services.notifier ?? createPhoneNotifier(config.notify),
+      notifier: app.services.notifier,
       tools: app.tools,
       agent: app.agent,
       authority: () => app.authority(),
