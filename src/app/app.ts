@@ -146,7 +146,7 @@ export class MagpieApp {
   /** The loaded config (frozen); a reload replaces it, and `config` reads through to the current one. */
   private readonly live: LiveSource<MagpieConfig>;
   /** The features in set-up order (by what they need and provide). */
-  private readonly features: MagpieFeature[];
+  readonly features: readonly MagpieFeature[];
   /** What the features contributed, in set-up order. */
   private readonly contributions: Contribution[] = [];
   private readonly stopTasks: Array<() => void | Promise<void>> = [];
@@ -168,7 +168,11 @@ export class MagpieApp {
       authority: options.authority ?? consoleOnlyAuthority,
       spend: null,
     };
-    this.features = orderFeatures(options.features ?? defaultFeatures, BUILT_IN_PORTS);
+    this.features = orderFeatures(
+      options.features ?? defaultFeatures,
+      BUILT_IN_PORTS,
+      defaultFeatures.map((feature) => feature.name),
+    );
     this.redactor = createRedactor(config, options.env ?? process.env);
     this.logger = options.logger ?? createLogger({ redactor: this.redactor });
     this.store = Store.open(config.dataDir);

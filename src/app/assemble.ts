@@ -2,11 +2,25 @@ import { ConfigError } from "../core/errors.js";
 import type { MagpieFeature, PortName } from "./feature.js";
 
 /**
- * The features in the order they are set up: every feature after the providers of what it needs or uses, otherwise
- * in list order (a stable topological sort). A port nobody enabled provides stops start-up with one sentence per
- * missing provider; `builtIn` ports (the app's own: notifier, access, authority, approvals) always exist.
+ * The features in the order they are set up: every feature after the providers of what it needs or uses; among
+ * those free to go, the one earliest in `catalogue` (src/app/features.ts), then in list order — so however the list
+ * is shuffled, the order, and with it hooks, commands and prompts, stays the same (a stable topological sort). A
+ * port nobody enabled provides stops start-up with one sentence per missing provider; `builtIn` ports (the app's
+ * own: notifier, access, authority, approvals) always exist.
  */
-export function orderFeatures(features: readonly MagpieFeature[], builtIn: readonly PortName[]): MagpieFeature[] {
+export function orderFeatures(
+  given: readonly MagpieFeature[],
+  builtIn: readonly PortName[],
+  catalogue: readonly string[] = [],
+): MagpieFeature[] {
+  const rank = (feature: MagpieFeature) => {
+    const index = catalogue.indexOf(feature.name);
+    return index === -1 ? catalogue.length : index;
+  };
+  const features = given
+    .map((feature, index) => ({ feature, index }))
+    .sort((a, b) => rank(a.feature) - rank(b.feature) || a.index - b.index)
+    .map(({ feature }) => feature);
   const providers = new Map<PortName, MagpieFeature[]>();
   for (const feature of features)
     for (const port of feature.provides ?? []) providers.set(port, [...(providers.get(port) ?? []), feature]);
