@@ -156,8 +156,12 @@ export class MagpieApp {
   private stopping: Promise<void> | null = null;
   private reloading: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly options: AppOptions) {
-    this.live = liveValue(deepFreeze(options.config));
+  /** The options without the config: the loaded config lives in `live` only (a reload releases it). */
+  private readonly options: Omit<AppOptions, "config">;
+
+  constructor({ config: loaded, ...options }: AppOptions) {
+    this.options = options;
+    this.live = liveValue(deepFreeze(loaded));
     const config = liveConfigView(this.live);
     this.config = config;
     this.clock = options.clock ?? systemClock;
@@ -507,8 +511,8 @@ export class MagpieApp {
     const { config } = this;
     // New secrets (a token added to the file or .env) are redacted from now on; old ones stay hidden.
     createRedactor(config, this.options.env ?? process.env, this.redactor);
-    if (change.touches("agents") || change.touches("routes"))
-      this.agents.replace(config.agents, config.routes, config.llm.model);
+    // Always: the directory must not keep the previous config's sections, changed or not.
+    this.agents.replace(config.agents, config.routes, config.llm.model);
   }
 
   private channelParts(): ChannelReloadDeps {

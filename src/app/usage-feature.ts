@@ -48,11 +48,12 @@ export const usageFeature: MagpieFeature = {
     return { spend: guard };
   },
   reload(app, change) {
-    if (!change.touches("budgets") && !change.touches("llm.prices")) return;
     const guard = app.spend();
-    // The next LLM call is checked against the new caps and priced with the new prices.
+    // The next LLM call is checked against the new caps and priced with the new prices. Always: the guard must not
+    // keep the previous config's sections (test/app/reload-captured.test.ts).
     if (guard instanceof SpendGuard)
       guard.update({ budgets: app.config.budgets, prices: app.config.llm.prices });
+    if (!change.touches("budgets") && !change.touches("llm.prices")) return;
     warnUnpricedCaps(app.config, app.logger.child({ component: "usage" }));
   },
 };

@@ -21,20 +21,12 @@ export function liveValue<T>(initial: T): LiveSource<T> {
   };
 }
 
-/** A live value derived from another (`settingsOf(config)`), recomputed when the source's value changes. */
+/**
+ * A live value derived from another (`settingsOf(config)`), derived again at each read: it keeps nothing of an
+ * old value (deriving is a few property reads).
+ */
 export function liveMap<T, R>(source: Live<T>, derive: (value: T) => R): Live<R> {
-  let seen = source.current();
-  let derived = derive(seen);
-  return {
-    current() {
-      const value = source.current();
-      if (value !== seen) {
-        seen = value;
-        derived = derive(value);
-      }
-      return derived;
-    },
-  };
+  return { current: () => derive(source.current()) };
 }
 
 /** Freezes `value` and everything reachable from it (a loaded config is never edited: a reload replaces it). */
