@@ -20,28 +20,26 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { CommandRegistry } from "../core/commands.js";
 import { Delegation } from "../core/delegation.js";
 import { type EventPublisher, eventPublisher } from "../core/events.js";
-import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
-import type { MessageInterceptor } from "../core/intake.js";
 import type { MediaContext, MediaPort } from "../core/media.js";
 import type { Messenger } from "../core/messenger.js";
 import { modelCommand } from "../core/model-command.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
 import { Router, type RouterSettings } from "../core/router.js";
 import type { SpendPort, SpendScope } from "../core/spend.js";
-import { Subagents, type SubagentsOptions } from "../core/subagents.js";
+import { Subagents } from "../core/subagents.js";
 import { clockLine } from "../core/system-prompt.js";
-import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
+import type { ChannelAdapter } from "../core/types.js";
 import { registerHealthRoutes } from "../http/health.js";
 import { EventLoopMonitor } from "../http/loop-monitor.js";
 import { HttpServer } from "../http/server.js";
 import { createChatModel } from "../llm/create-model.js";
 import { redactingModel } from "../llm/redacting-model.js";
 import { createTranscriber } from "../llm/transcriber.js";
-import { createPhoneNotifier } from "../notify/phone.js";
 import type { ChatModel } from "../llm/types.js";
 import { createLogger } from "../log/logger.js";
 import { MediaPreparer } from "../media/media-preparer.js";
+import { createPhoneNotifier } from "../notify/phone.js";
 import { wallTimeAt } from "../scheduler/zoned-time.js";
 import { createRedactor, type Redactor } from "../security/redact.js";
 import { requireSandboxStatus, type SandboxStatus } from "../security/sandbox.js";
@@ -52,8 +50,8 @@ import { type Tool, ToolError } from "../tools/define-tool.js";
 import { builtinTools } from "../tools/index.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { SpillStore } from "../tools/spill.js";
-import { type ChannelReloadDeps, reloadChannels } from "./channel-reload.js";
 import { orderFeatures } from "./assemble.js";
+import { type ChannelReloadDeps, reloadChannels } from "./channel-reload.js";
 import type { AppContext, Contribution, MagpieFeature, PortName } from "./feature.js";
 import { features as defaultFeatures } from "./features.js";
 
@@ -507,7 +505,7 @@ export class MagpieApp {
   }
 
   /** What the core built from config: the redactor's secrets, agents and routes (settings are read live). */
-  private reloadCore(change: ConfigChange): void {
+  private reloadCore(_change: ConfigChange): void {
     const { config } = this;
     // New secrets (a token added to the file or .env) are redacted from now on; old ones stay hidden.
     createRedactor(config, this.options.env ?? process.env, this.redactor);

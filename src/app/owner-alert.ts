@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
 import type { ReplyTarget } from "../core/types.js";
-import { createPhoneNotifier } from "../notify/phone.js";
 import type { AppContext } from "./feature.js";
 
 export interface OwnerAlert {
@@ -35,7 +34,7 @@ export function ownerAlerter(app: AppContext, logger: Logger): (alert: OwnerAler
   };
 
   return ({ title, text, except }) => {
-    const notifier = app.services.notifier ?? createPhoneNotifier(app.config.notify);
+    const notifier = app.services.notifier;
     if (notifier.configured) {
       notifier
         .send({ title, message: text, priority: 1 })

@@ -44,7 +44,9 @@ export function deepFreeze<T>(value: T): T {
 export function liveConfigView(live: Live<MagpieConfig>): MagpieConfig {
   const current = () => live.current() as unknown as Record<PropertyKey, unknown>;
   const refuse = (key: PropertyKey): never => {
-    throw new TypeError(`The running config is read-only (tried to change "${String(key)}"): a reload replaces it.`);
+    throw new TypeError(
+      `The running config is read-only (tried to change "${String(key)}"): a reload replaces it.`,
+    );
   };
   // The target stays an empty, extensible object: the proxy's invariants then allow answers from `live`.
   // Why a Proxy: dozens of modules read `config.x.y` at use; the view gives them the live value without a rewrite.

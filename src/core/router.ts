@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import type { ChatModel } from "../llm/types.js";
 import type { Live } from "../config/live.js";
+import type { ChatModel } from "../llm/types.js";
 import type { Store } from "../store/index.js";
 import type { OutboxOrigin } from "../store/outbox.js";
 import type { AccessControl } from "./access.js";
@@ -67,24 +67,24 @@ export interface RouterOptions {
 
 /** The router's settings (from config, at start and at each reload). */
 export interface RouterSettingsValues {
-    maxIterations: number;
-    maxConcurrentTurns: number;
-    historyTokens: number;
-    timezone: string;
-    globalPrompt?: string;
-    llm: { baseUrl?: string; timeoutMs: number };
-    /** Stream drafts into channels that can edit messages. */
-    streaming: boolean;
-    /** `agent.progressNoticeSecs` (0 or unset: no progress notes). */
-    progressNoticeSecs?: number;
-    /** `security.guestToolSet`: the most a guest's turn may use. */
-    guestToolSet: string[];
-    /** `llm.textToolCalls`. */
-    textToolCalls?: boolean;
-    /** `llm.vision`. */
-    vision?: "auto" | boolean;
-    /** `agent.maxInboundChars` and the workspace that keeps the rest of a longer text. */
-    inboundLimit?: { maxChars: number; workspace: string };
+  maxIterations: number;
+  maxConcurrentTurns: number;
+  historyTokens: number;
+  timezone: string;
+  globalPrompt?: string;
+  llm: { baseUrl?: string; timeoutMs: number };
+  /** Stream drafts into channels that can edit messages. */
+  streaming: boolean;
+  /** `agent.progressNoticeSecs` (0 or unset: no progress notes). */
+  progressNoticeSecs?: number;
+  /** `security.guestToolSet`: the most a guest's turn may use. */
+  guestToolSet: string[];
+  /** `llm.textToolCalls`. */
+  textToolCalls?: boolean;
+  /** `llm.vision`. */
+  vision?: "auto" | boolean;
+  /** `agent.maxInboundChars` and the workspace that keeps the rest of a longer text. */
+  inboundLimit?: { maxChars: number; workspace: string };
 }
 
 /** A prompt run as an agent turn outside the chat queue (a scheduled prompt job). */

@@ -1,5 +1,5 @@
-import { defineFeature } from "../../src/app/feature.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { defineFeature } from "../../src/app/feature.js";
 import type { AccessControl } from "../../src/core/access.js";
 import type { ButtonPress } from "../../src/core/types.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";

@@ -1,5 +1,5 @@
-import { defineFeature } from "../../src/app/feature.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { defineFeature } from "../../src/app/feature.js";
 import { compactHistory, recentWithinBudget } from "../../src/core/compaction.js";
 import type { ChatModel, CompletionRequest } from "../../src/llm/types.js";
 import { silentLogger } from "../../src/log/logger.js";
