@@ -8,12 +8,11 @@ import type { MagpieFeature } from "./feature.js";
 /** Access control for the chat channels (allowlists, groups, mentions, pairing) and the `/pair` command. */
 export const accessFeature: MagpieFeature = {
   name: "access",
+  provides: ["access", "authority"],
   setup(app) {
     const pairing = new PairingStore(app.store.db, app.clock);
     const authority = new Authority(app.config, pairing, app.store.db);
     const access = new ChannelAccessControl(app.config, pairing, authority);
-    app.setAccessControl(access);
-    app.setAuthority(authority);
     app.services.authority = authority;
     app.commands.register(
       pairCommand({
@@ -26,5 +25,6 @@ export const accessFeature: MagpieFeature = {
     app.services.pairing = pairing;
     // The attachment_save tool downloads through the adapter a message came from.
     app.services.channels = app.channels;
+    return { access, authority };
   },
 };

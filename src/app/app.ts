@@ -9,6 +9,7 @@ import {
   isRestartOnly,
   withRestartOnlyKept,
 } from "../config/config-change.js";
+import { deepFreeze, type LiveSource, liveConfigView, liveMap, liveValue } from "../config/live.js";
 import type { MagpieConfig } from "../config/schema.js";
 import type { AccessControl } from "../core/access.js";
 import { AgentDirectory } from "../core/agents.js";
@@ -17,20 +18,18 @@ import { denyAllApprovals } from "../core/approvals.js";
 import { builtinCommands } from "../core/builtin-commands.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { CommandRegistry } from "../core/commands.js";
-import { Delegation, type DelegationOptions } from "../core/delegation.js";
+import { Delegation } from "../core/delegation.js";
 import { type EventPublisher, eventPublisher } from "../core/events.js";
-import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
-import type { MessageInterceptor } from "../core/intake.js";
 import type { MediaContext, MediaPort } from "../core/media.js";
 import type { Messenger } from "../core/messenger.js";
 import { modelCommand } from "../core/model-command.js";
 import { OutboxWorker } from "../core/outbox-worker.js";
 import { Router, type RouterSettings } from "../core/router.js";
 import type { SpendPort, SpendScope } from "../core/spend.js";
-import { Subagents, type SubagentsOptions } from "../core/subagents.js";
+import { Subagents } from "../core/subagents.js";
 import { clockLine } from "../core/system-prompt.js";
-import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
+import type { ChannelAdapter } from "../core/types.js";
 import { registerHealthRoutes } from "../http/health.js";
 import { EventLoopMonitor } from "../http/loop-monitor.js";
 import { HttpServer } from "../http/server.js";
@@ -42,6 +41,7 @@ import type { ChatModel } from "../llm/types.js";
 import { createLogger } from "../log/logger.js";
 import { createRedactor, type Redactor } from "../log/redact.js";
 import { MediaPreparer } from "../media/media-preparer.js";
+import { createPhoneNotifier } from "../notify/phone.js";
 import { requireSandboxStatus, type SandboxStatus } from "../security/sandbox.js";
 import { HostAllowList } from "../security/ssrf-address.js";
 import { Store } from "../store/index.js";
@@ -50,8 +50,9 @@ import { type Tool, ToolError } from "../tools/define-tool.js";
 import { builtinTools } from "../tools/index.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { SpillStore } from "../tools/spill.js";
+import { orderFeatures } from "./assemble.js";
 import { type ChannelReloadDeps, reloadChannels } from "./channel-reload.js";
-import type { AppContext, MagpieFeature } from "./feature.js";
+import type { AppContext, Contribution, MagpieFeature, PortName } from "./feature.js";
 import { features as defaultFeatures } from "./features.js";
 
 /** What a reload did: applied key paths, those that need a restart, and any feature that failed to take over. */
@@ -103,6 +104,9 @@ const consoleOnlyAuthority: AuthorityPort = {
     (current !== null && current.channel === target.channel && current.chatId === target.chatId),
 };
 
+/** The ports the app itself provides (with a default): a feature may replace them, none has to. */
+const BUILT_IN_PORTS: readonly PortName[] = ["notifier", "access", "authority", "approvals"];
+
 /** How long after ready background start-up work waits, so the first requests are served first. */
 const AFTER_READY_DELAY_MS = 300;
 
@@ -118,8 +122,16 @@ export class MagpieApp {
   readonly commands = new CommandRegistry();
   readonly agents: AgentDirectory;
   readonly outbox: OutboxWorker;
-  readonly router: Router;
-  readonly subagents: Subagents;
+  /** Built in `start()` from the features' ports (ready values, no late binding). */
+  router!: Router;
+  subagents!: Subagents;
+  /** The app's ports: built-in defaults, replaced by what the features contribute (in set-up order). */
+  private readonly ports: {
+    access: AccessControl;
+    approvals: ApprovalGate;
+    authority: AuthorityPort;
+    spend: SpendPort | null;
+  };
   readonly http: HttpServer;
   /** Whether the event loop keeps turning (`/healthz`). */
   readonly loop: EventLoopMonitor;
@@ -129,34 +141,40 @@ export class MagpieApp {
   readonly events: EventPublisher;
   private readonly services: AppContext["services"];
 
-  private readonly hooks: AgentHooks[] = [];
-  private readonly buttonHandlers: ButtonHandler[] = [];
-  private readonly interceptors: MessageInterceptor[] = [];
+  /** The loaded config (frozen); a reload replaces it, and `config` reads through to the current one. */
+  private readonly live: LiveSource<MagpieConfig>;
+  /** The features in set-up order (by what they need and provide). */
+  readonly features: readonly MagpieFeature[];
+  /** What the features contributed, in set-up order. */
+  private readonly contributions: Contribution[] = [];
   private readonly stopTasks: Array<() => void | Promise<void>> = [];
-  private readonly readyTasks: Array<() => void | Promise<void>> = [];
-  private readonly warmTasks: Array<() => void | Promise<void>> = [];
-  private readonly resetListeners: Array<(sessionKey: string) => void | Promise<void>> = [];
-  private readonly featureChannels: ChannelAdapter[] = [];
-  private access: AccessControl = consoleOnlyAccess;
-  private approvals: ApprovalGate = denyAllApprovals;
-  private authority: AuthorityPort = consoleOnlyAuthority;
-  private spend: SpendPort | null = null;
   private readonly media: MediaPort | null;
   private started = false;
   private sandbox: SandboxStatus | null = null;
   private stopping: Promise<void> | null = null;
   private reloading: Promise<unknown> = Promise.resolve();
-  /** Settings objects the core parts read at use: a reload updates them in place. */
-  private readonly delegationOptions: DelegationOptions;
-  private readonly subagentSettings: SubagentsOptions["settings"];
 
-  constructor(private readonly options: AppOptions) {
-    const config = options.config;
+  /** The options without the config: the loaded config lives in `live` only (a reload releases it). */
+  private readonly options: Omit<AppOptions, "config">;
+
+  constructor({ config: loaded, ...options }: AppOptions) {
+    this.options = options;
+    this.live = liveValue(deepFreeze(loaded));
+    const config = liveConfigView(this.live);
     this.config = config;
     this.clock = options.clock ?? systemClock;
     this.events = eventPublisher(randomUUID(), () => this.clock.now());
-    if (options.access) this.access = options.access;
-    if (options.authority) this.authority = options.authority;
+    this.ports = {
+      access: options.access ?? consoleOnlyAccess,
+      approvals: denyAllApprovals,
+      authority: options.authority ?? consoleOnlyAuthority,
+      spend: null,
+    };
+    this.features = orderFeatures(
+      options.features ?? defaultFeatures,
+      BUILT_IN_PORTS,
+      defaultFeatures.map((feature) => feature.name),
+    );
     this.redactor = createRedactor(config, options.env ?? process.env);
     this.logger = options.logger ?? createLogger({ redactor: this.redactor });
     this.store = Store.open(config.dataDir);
@@ -175,13 +193,15 @@ export class MagpieApp {
           transcriptionModel: config.llm.transcriptionModel,
           logger: this.logger,
           // A transcription is a call of the turn it is for, under that turn's budgets.
-          beforeCall: (context) => this.spend?.beforeCall(mediaScope(context)) ?? { allowed: true },
-          onUsage: (usage, context) => this.spend?.record(mediaScope(context), usage),
+          beforeCall: (context) => this.ports.spend?.beforeCall(mediaScope(context)) ?? { allowed: true },
+          onUsage: (usage, context) => this.ports.spend?.record(mediaScope(context), usage),
         })
       : null;
 
     const spill = new SpillStore(path.join(config.dataDir, "spill"), config.tools.spillThresholdChars);
-    const services: AppContext["services"] = { store: this.store, redactor: this.redactor, spill };
+    // The phone notifier (Pushover, ntfy) is built once: the scheduler, budgets, alerts and triggers share it.
+    const notifier = createPhoneNotifier(config.notify);
+    const services: AppContext["services"] = { store: this.store, redactor: this.redactor, spill, notifier };
     this.services = services;
     this.tools = new ToolRegistry({
       config,
@@ -189,10 +209,10 @@ export class MagpieApp {
       services,
       events: this.events,
       approvals: {
-        request: (request) => this.approvals.request(request),
+        request: (request) => this.ports.approvals.request(request),
         ask: (request) =>
-          this.approvals.ask
-            ? this.approvals.ask(request)
+          this.ports.approvals.ask
+            ? this.ports.approvals.ask(request)
             : Promise.reject(
                 new ToolError("question.unavailable", "Questions are not available in this Magpie."),
               ),
@@ -203,52 +223,12 @@ export class MagpieApp {
     this.agents = new AgentDirectory(config.agents, config.routes, config.llm.model);
     this.outbox = new OutboxWorker({
       outbox: this.store.outbox,
-      adapters: () => this.adapters,
+      adapters: this.adapters,
       logger: this.logger,
       clock: this.clock,
       events: this.events,
       inbox: this.store.inbox,
     });
-    this.router = new Router({
-      store: this.store,
-      logger: this.logger,
-      clock: this.clock,
-      commands: this.commands,
-      agents: this.agents,
-      model: this.model,
-      tools: this.tools,
-      outbox: this.outbox,
-      events: this.events,
-      adapters: () => this.adapters,
-      access: () => this.access,
-      authority: () => this.authority,
-
-      hooks: () => this.hooks,
-      buttonHandlers: () => this.buttonHandlers,
-      interceptors: () => this.interceptors,
-      spend: () => this.spend,
-      media: () => this.media,
-      settings: routerSettingsOf(config),
-    });
-    this.delegationOptions = {
-      engine: this.router.engine,
-      agents: this.agents,
-      maxDepth: config.agent.maxDelegationDepth,
-    };
-    services.delegation = new Delegation(this.delegationOptions);
-    this.subagentSettings = subagentSettingsOf(config);
-    this.subagents = new Subagents({
-      engine: this.router.engine,
-      agents: this.agents,
-      tasks: new TaskRepository(this.store.db),
-      clock: this.clock,
-      logger: this.logger,
-      note: (note) => void this.router.note(note),
-      notice: (target, text) => void this.router.send(target, { text }, "notice"),
-      settings: this.subagentSettings,
-    });
-    services.subagents = this.subagents;
-    this.stopTasks.push(() => this.subagents.shutdown());
     this.commands.register(
       ...builtinCommands({
         commands: this.commands,
@@ -265,14 +245,19 @@ export class MagpieApp {
         stop: (sessionKey) => this.router.stop(sessionKey),
         onReset: (sessionKey) => {
           this.tools.scratch.clear(sessionKey);
-          for (const listener of this.resetListeners) {
+          for (const { onSessionReset } of this.contributions) {
+            if (!onSessionReset) continue;
             Promise.resolve()
-              .then(() => listener(sessionKey))
+              .then(() => onSessionReset(sessionKey))
               .catch((error: unknown) => this.logger.warn({ err: error }, "session-reset-listener-failed"));
           }
         },
         sandbox: () => this.sandbox,
-        tasks: this.subagents,
+        tasks: {
+          cancel: (sessionKey, id) => this.subagents.cancel(sessionKey, id),
+          cancelSession: (sessionKey) => this.subagents.cancelSession(sessionKey),
+          list: (sessionKey) => this.subagents.list(sessionKey),
+        },
         clock: this.clock,
       }),
     );
@@ -307,7 +292,8 @@ export class MagpieApp {
     // The probe (one bwrap run, a few ms) overlaps feature set-up; `bwrap` mode without bwrap stops start-up.
     const sandbox = requireSandboxStatus(config.tools.shell);
     sandbox.catch(() => {});
-    for (const feature of this.options.features ?? defaultFeatures) await feature.setup(this.context);
+    for (const feature of this.features) this.contribute(await feature.setup(this.context));
+    this.buildCore();
     this.sandbox = await sandbox;
     if (this.sandbox.active) logger.info(this.sandbox, "sandbox");
     else logger.warn(this.sandbox, "sandbox");
@@ -316,7 +302,10 @@ export class MagpieApp {
       const address = await this.http.listen(config.http.port, config.http.host);
       logger.info({ host: address.address, port: address.port }, "http-listening");
     }
-    const adapters: ChannelAdapter[] = [...(this.options.adapters ?? []), ...this.featureChannels];
+    const adapters: ChannelAdapter[] = [
+      ...(this.options.adapters ?? []),
+      ...this.contributions.flatMap((contribution) => contribution.channels ?? []),
+    ];
     if (this.options.loadChannels !== false) {
       const { loadChatChannels } = await import("../../channels/index.js");
       adapters.push(...(await loadChatChannels({ config, logger, http: this.http, store: this.store })));
@@ -338,13 +327,14 @@ export class MagpieApp {
     this.router.recover();
     this.subagents.recover();
     this.outbox.start();
-    for (const feature of this.options.features ?? defaultFeatures) await feature.start?.(this.context);
+    for (const feature of this.features) this.contribute(await feature.start?.(this.context));
     this.started = true;
     // Background work that must not slow reaching ready (MCP servers): it begins a moment after ready.
     const timer = setTimeout(() => {
-      for (const task of this.readyTasks) {
+      for (const { afterReady } of this.contributions) {
+        if (!afterReady) continue;
         Promise.resolve()
-          .then(task)
+          .then(afterReady)
           .catch((error: unknown) => this.logger.error({ err: error }, "after-ready-task-failed"));
       }
     }, AFTER_READY_DELAY_MS);
@@ -358,6 +348,75 @@ export class MagpieApp {
       },
       "magpie-ready",
     );
+  }
+
+  /** Takes a feature's contribution: its ports replace the defaults, its stop task joins the others. */
+  private contribute(contribution: void | Contribution): void {
+    if (!contribution) return;
+    this.contributions.push(contribution);
+    const { access, approvals, authority, spend, stop } = contribution;
+    if (access) this.ports.access = access;
+    if (approvals) this.ports.approvals = approvals;
+    if (authority) this.ports.authority = authority;
+    if (spend) this.ports.spend = spend;
+    if (stop) this.stopTasks.push(stop);
+  }
+
+  /** The core, from ready values: the features' ports, hooks and handlers, and the live settings. */
+  private buildCore(): void {
+    const { config, live } = this;
+    const collect = <T>(pick: (contribution: Contribution) => T[] | undefined): T[] =>
+      this.contributions.flatMap((contribution) => pick(contribution) ?? []);
+    this.router = new Router({
+      store: this.store,
+      logger: this.logger,
+      clock: this.clock,
+      commands: this.commands,
+      agents: this.agents,
+      model: this.model,
+      tools: this.tools,
+      outbox: this.outbox,
+      events: this.events,
+      adapters: this.adapters,
+      access: this.ports.access,
+      authority: this.ports.authority,
+      hooks: collect((contribution) => contribution.hooks),
+      buttonHandlers: collect((contribution) => contribution.buttonHandlers),
+      interceptors: collect((contribution) => contribution.interceptors),
+      spend: this.ports.spend,
+      media: this.media,
+      settings: liveMap(live, routerSettingsOf),
+    });
+    this.services.delegation = new Delegation({
+      engine: this.router.engine,
+      agents: this.agents,
+      // Read at each delegation: a reload's depth applies to the next one.
+      get maxDepth() {
+        return live.current().agent.maxDelegationDepth;
+      },
+    });
+    this.subagents = new Subagents({
+      engine: this.router.engine,
+      agents: this.agents,
+      tasks: new TaskRepository(this.store.db),
+      clock: this.clock,
+      logger: this.logger,
+      note: (note) => void this.router.note(note),
+      notice: (target, text) => void this.router.send(target, { text }, "notice"),
+      settings: {
+        get maxSubagents() {
+          return config.agent.maxSubagents;
+        },
+        get timeoutSecs() {
+          return config.agent.subagentTimeoutSecs;
+        },
+        get maxIterations() {
+          return config.agent.subagentMaxIterations;
+        },
+      },
+    });
+    this.services.subagents = this.subagents;
+    this.stopTasks.push(() => this.subagents.shutdown());
   }
 
   /**
@@ -385,7 +444,7 @@ export class MagpieApp {
       // The first fetch builds undici's dispatcher and compiles its HTTP parser (~8 ms), which the first LLM
       // request would otherwise wait for: one request to our own health endpoint on loopback does it instead.
       () => this.warmFetch(),
-      ...this.warmTasks,
+      ...this.contributions.flatMap((contribution) => (contribution.warmUp ? [contribution.warmUp] : [])),
     ];
     for (const task of tasks) {
       try {
@@ -417,19 +476,18 @@ export class MagpieApp {
     const needsRestart = diffConfig(this.config, next).paths.filter(
       (keyPath) => isRestartOnly(keyPath) && keyPath !== "sourcePath",
     );
-    const kept = withRestartOnlyKept(this.config, next);
-    // The sections are replaced, never edited: a shallow copy keeps the previous config intact for the hooks.
-    const change: ConfigChange = diffConfig({ ...this.config }, kept);
-    const target = this.config as unknown as Record<string, unknown>;
-    for (const key of Object.keys(target)) if (!(key in kept)) delete target[key];
-    Object.assign(target, kept);
+    const previous = this.live.current();
+    const kept = deepFreeze(withRestartOnlyKept(previous, next));
+    const change: ConfigChange = diffConfig(previous, kept);
+    // Replaced, never edited: whoever reads `config` (or a `Live`) at use sees the new values from here on.
+    this.live.set(kept);
     const failures: ReloadResult["failures"] = [];
     try {
       this.reloadCore(change);
     } catch (error) {
       failures.push({ part: "core", error: error instanceof Error ? error.message : String(error) });
     }
-    for (const feature of this.options.features ?? defaultFeatures) {
+    for (const feature of this.features) {
       if (!feature.reload) continue;
       try {
         await feature.reload(this.context, change);
@@ -446,16 +504,13 @@ export class MagpieApp {
     return result;
   }
 
-  /** What the core built from config: agents and routes, the router's, delegation's and subagents' settings. */
-  private reloadCore(change: ConfigChange): void {
+  /** What the core built from config: the redactor's secrets, agents and routes (settings are read live). */
+  private reloadCore(_change: ConfigChange): void {
     const { config } = this;
     // New secrets (a token added to the file or .env) are redacted from now on; old ones stay hidden.
     createRedactor(config, this.options.env ?? process.env, this.redactor);
-    if (change.touches("agents") || change.touches("routes"))
-      this.agents.replace(config.agents, config.routes, config.llm.model);
-    this.router.updateSettings(routerSettingsOf(config));
-    this.delegationOptions.maxDepth = config.agent.maxDelegationDepth;
-    Object.assign(this.subagentSettings, subagentSettingsOf(config));
+    // Always: the directory must not keep the previous config's sections, changed or not.
+    this.agents.replace(config.agents, config.routes, config.llm.model);
   }
 
   private channelParts(): ChannelReloadDeps {
@@ -490,7 +545,12 @@ export class MagpieApp {
 
   private createContext(): AppContext {
     const messenger: Messenger = {
-      send: (target, message, origin) => this.router.send(target, message, origin),
+      // The outbox directly (as the router's `send`): usable while features set up, before the router exists.
+      send: (target, message, origin = "message") => {
+        const id = this.store.outbox.enqueue(target, message, { origin, at: this.clock.now() });
+        this.outbox.wake();
+        return id;
+      },
       waitForDelivery: (outboxId, timeoutMs) => this.waitForDelivery(outboxId, timeoutMs),
     };
     return {
@@ -517,28 +577,8 @@ export class MagpieApp {
       model: this.model,
       agents: this.agents,
       channels: this.adapters,
-      addHooks: (hooks) => void this.hooks.push(hooks),
-      addButtonHandler: (handler) => void this.buttonHandlers.push(handler),
-      addMessageInterceptor: (interceptor) => void this.interceptors.push(interceptor),
-      setAccessControl: (access) => {
-        this.access = access;
-      },
-      setApprovalGate: (gate) => {
-        this.approvals = gate;
-      },
-      setAuthority: (authority) => {
-        this.authority = authority;
-      },
-      setSpendPort: (spend) => {
-        this.spend = spend;
-      },
-      spend: () => this.spend,
-      authority: () => this.authority,
-      addChannel: (adapter) => void this.featureChannels.push(adapter),
-      onStop: (task) => void this.stopTasks.push(task),
-      afterReady: (task) => void this.readyTasks.push(task),
-      warmUp: (task) => void this.warmTasks.push(task),
-      onSessionReset: (listener) => void this.resetListeners.push(listener),
+      authority: () => this.ports.authority,
+      spend: () => this.ports.spend,
     };
   }
 
@@ -577,14 +617,6 @@ function routerSettingsOf(config: MagpieConfig): RouterSettings {
     inboundLimit: { maxChars: config.agent.maxInboundChars, workspace: config.workspace },
     textToolCalls: config.llm.textToolCalls,
     vision: config.llm.vision,
-  };
-}
-
-function subagentSettingsOf(config: MagpieConfig): SubagentsOptions["settings"] {
-  return {
-    maxSubagents: config.agent.maxSubagents,
-    timeoutSecs: config.agent.subagentTimeoutSecs,
-    maxIterations: config.agent.subagentMaxIterations,
   };
 }
 

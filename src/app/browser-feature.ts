@@ -16,7 +16,9 @@ export const browserFeature: MagpieFeature = {
       app.services.safeHttp ?? new SafeHttpClient({ allowHosts: app.config.security.ssrf.allowHosts });
     const service = new BrowserService({ config: app.config.browser, guard });
     app.services.browser = service;
-    app.onStop(() => service.close());
-    app.onSessionReset((sessionKey) => service.closeSession(sessionKey));
+    return {
+      stop: () => service.close(),
+      onSessionReset: (sessionKey) => service.closeSession(sessionKey),
+    };
   },
 };

@@ -16,7 +16,6 @@ export const dashboardFeature: MagpieFeature = {
       import("../../channels/web.js"),
     ]);
     const webChat = new WebChannel(app.store.kv, () => app.clock.now());
-    app.addChannel(webChat);
     const deps = {
       token: http.dashboard.token,
       store: app.store,
@@ -40,7 +39,6 @@ export const dashboardFeature: MagpieFeature = {
       budgets: () => app.config.budgets,
     };
     const dashboard = mountDashboard(app.httpApp, deps, webChat);
-    app.onStop(() => dashboard.stop());
     if (!LOOPBACK_HOSTS.has(http.host)) {
       app.logger.warn(
         { host: http.host, port: http.port },
@@ -48,5 +46,6 @@ export const dashboardFeature: MagpieFeature = {
       );
     }
     app.logger.info("dashboard-enabled");
+    return { channels: [webChat], stop: () => dashboard.stop() };
   },
 };

@@ -19,6 +19,7 @@ import type { HttpHandler, HttpRoutes } from "../http/routes.js";
 import type { HttpApp } from "../http/server.js";
 import type { ChatModel } from "../llm/types.js";
 import type { Redactor } from "../log/redact.js";
+import type { Notifier } from "../notify/pushover.js";
 import type { Store } from "../store/index.js";
 import type { ToolServices } from "../tools/context.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -41,8 +42,8 @@ export interface AppContext {
   redactor: Redactor;
   commands: CommandRegistry;
   tools: ToolRegistry;
-  /** Services handed to tools (`context.services`); features add theirs by name. */
-  services: ToolServices;
+  /** Services handed to tools (`context.services`); features add theirs by name. The notifier is the app's own. */
+  services: ToolServices & { notifier: Notifier };
   http: HttpRoutes;
   /** The Hono app behind `http`, for features that serve pages (the dashboard). */
   httpApp: HttpApp;
@@ -56,44 +57,76 @@ export interface AppContext {
   agents: AgentDirectory;
   /** Channel adapters by name, filled before features start. */
   channels: ReadonlyMap<string, ChannelAdapter>;
-  addHooks(hooks: AgentHooks): void;
-  addButtonHandler(handler: ButtonHandler): void;
-  /** Claims messages before they queue for a turn (typed answers to pending questions). */
-  addMessageInterceptor(interceptor: MessageInterceptor): void;
-  setAccessControl(access: AccessControl): void;
-  setApprovalGate(gate: ApprovalGate): void;
-  /** Installs who-is-owner (the access feature); features read it through `authority()`. */
-  setAuthority(authority: AuthorityPort): void;
+  /** Who is an owner: the access feature's (which every feature that `uses: ["authority"]` is set up after). */
   authority(): AuthorityPort;
-  /** Installs the budget check and usage ledger asked around every LLM call (the usage feature). */
-  setSpendPort(spend: SpendPort): void;
-  /** The budget check and usage ledger, once the usage feature installed it (null without). */
+  /** The budget check and usage ledger: the usage feature's (null without it). */
   spend(): SpendPort | null;
-  /** Adds a channel adapter a feature owns (the dashboard's web chat); started with the others. */
-  addChannel(adapter: ChannelAdapter): void;
-  /** Runs `task` when the app stops (reverse order of registration). */
-  onStop(task: () => void | Promise<void>): void;
-  /** Runs `listener` when a chat's session ends (`/reset`): per-session resources are released. */
-  onSessionReset(listener: (sessionKey: string) => void | Promise<void>): void;
-  /** Runs `task` in the background shortly after the app is ready (work that must not delay ready). */
-  afterReady(task: () => void | Promise<void>): void;
-  /**
-   * Runs `task` while the channels connect (overlapping their network waits): what the first reply would
-   * otherwise load or prepare. A failure is logged and costs nothing else.
-   */
-  warmUp(task: () => void | Promise<void>): void;
 }
 
-/** A feature plugs tools, commands, services and background work into the app. */
+/**
+ * What the app's own parts provide (notifier, access, authority, approvals: always, with a default) and what a
+ * feature may provide for others. A feature names those it `needs` (start-up stops without a provider) and those it
+ * `uses` when present; it is set up after their providers, whatever the list order.
+ */
+export type PortName =
+  | "notifier"
+  | "access"
+  | "authority"
+  | "approvals"
+  | "spend"
+  | "memory"
+  | "scheduler"
+  | "hardware"
+  | "skills"
+  | "triggers";
+
+/** What a feature's `setup` (or `start`) adds to the app: ports, hooks, channels and lifecycle work. */
+export interface Contribution {
+  /** Who may talk to the bot (replaces the console-only default). */
+  access?: AccessControl;
+  /** Who is an owner (replaces the console-only default). */
+  authority?: AuthorityPort;
+  /** Approvals and questions in chat (replaces deny-all). */
+  approvals?: ApprovalGate;
+  /** Budgets and the usage ledger around every LLM call. */
+  spend?: SpendPort;
+  hooks?: AgentHooks[];
+  buttonHandlers?: ButtonHandler[];
+  /** Claims messages before they queue for a turn (typed answers to pending questions). */
+  interceptors?: MessageInterceptor[];
+  /** Channel adapters the feature owns (the dashboard's web chat); started with the others. */
+  channels?: ChannelAdapter[];
+  /** Runs when the app stops (reverse order of contribution). */
+  stop?(): void | Promise<void>;
+  /** Runs in the background shortly after the app is ready (work that must not delay ready). */
+  afterReady?(): void | Promise<void>;
+  /** Runs while the channels connect: what the first reply would otherwise load. A failure is logged only. */
+  warmUp?(): void | Promise<void>;
+  /** Runs when a chat's session ends (`/reset`): per-session resources are released. */
+  onSessionReset?(sessionKey: string): void | Promise<void>;
+}
+
+/** A feature plugs tools, commands, services and background work into the app (see `defineFeature`). */
 export interface MagpieFeature {
   name: string;
-  setup(app: AppContext): void | Promise<void>;
+  /** Ports the feature can't work without: start-up stops when no enabled feature provides one. */
+  needs?: PortName[];
+  /** Ports the feature takes when present (set up after their providers). */
+  uses?: PortName[];
+  /** Ports the feature's contribution (or `services`) provides. */
+  provides?: PortName[];
+  setup(app: AppContext): void | Contribution | Promise<void | Contribution>;
   /** Called after channels are connected (start schedulers and other background work here). */
-  start?(app: AppContext): void | Promise<void>;
+  start?(app: AppContext): void | Contribution | Promise<void | Contribution>;
   /**
    * A valid new config is being applied live (`magpie reload`, SIGHUP, the file changed): take over what changed
-   * under this feature's keys. `app.config` already holds the new values. Throwing marks the reload as partly
-   * failed (logged and reported), it never stops the bot.
+   * under this feature's keys. `app.config` reads the new values (it is the live config's view); `change` holds
+   * both. Throwing marks the reload as partly failed (logged and reported), it never stops the bot.
    */
   reload?(app: AppContext, change: ConfigChange): void | Promise<void>;
+}
+
+/** Declares a feature (a typed identity: the shape is checked where it is written). */
+export function defineFeature(feature: MagpieFeature): MagpieFeature {
+  return feature;
 }

@@ -10,6 +10,7 @@ import type { MagpieFeature } from "./feature.js";
 export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature {
   return {
     name: "hardware",
+    provides: ["hardware"],
     async setup(app) {
       const { hardware } = app.config;
       if (hardware.boards.length === 0) return;
@@ -24,7 +25,7 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
       const { WatchEvents } = await import("../hardware/watch-events.js");
       const { createActionRunner } = await import("../scheduler/action-runner.js");
       const service = new HardwareService(hardware, ports, () => new Date(app.clock.now()));
-      const notifier = app.services.notifier ?? createPushoverNotifier(pushover);
+      const notifier = app.services.notifier;
       service.events = new WatchEvents({
         watches: hardware.watch,
         runner: createActionRunner({
@@ -45,9 +46,6 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
       const events = service.events;
       service.gpio.onEdge((edge) => events.handle(edge));
       app.services.hardware = service;
-      app.onStop(() => service.close());
-      // A session that ends gives up the serial ports it owned.
-      app.onSessionReset((sessionKey) => service.serial.closeOwnedBy(sessionKey));
       app.logger.info(
         {
           boards: hardware.boards.map((board) => `${board.name}:${board.type}`),
@@ -55,6 +53,11 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
         },
         "hardware-configured",
       );
+      return {
+        stop: () => service.close(),
+        // A session that ends gives up the serial ports it owned.
+        onSessionReset: (sessionKey) => service.serial.closeOwnedBy(sessionKey),
+      };
     },
     async start(app) {
       const service = app.services.hardware;

@@ -18,6 +18,7 @@ export const mcpTiming = { backoffMs: 1_000 };
  */
 export const mcpFeature: MagpieFeature = {
   name: "mcp",
+  provides: ["skills"],
   setup(app) {
     const logger = app.logger.child({ component: "skills" });
     const catalog = new SkillCatalog({
@@ -36,10 +37,6 @@ export const mcpFeature: MagpieFeature = {
     // Read at each turn: a reloaded security.guestToolSet decides whether guests see the skills.
     const guestsMayRead = () =>
       app.tools.resolveToolSet(app.config.security.guestToolSet).includes("invoke_skill");
-    app.addHooks({
-      recall: async ({ role }) =>
-        role === "guest" && !guestsMayRead() ? null : skillsPrompt((await catalog.list()).available),
-    });
     app.commands.register(skillsCommand(catalog));
 
     // Header values and env values are secrets more often than not: redacted from logs, results and requests.
@@ -74,20 +71,34 @@ export const mcpFeature: MagpieFeature = {
         lastError: null,
       }));
     app.commands.register(mcpCommand(statuses));
+    return {
+      hooks: [
+        {
+          recall: async ({ role }) =>
+            role === "guest" && !guestsMayRead() ? null : skillsPrompt((await catalog.list()).available),
+        },
+      ],
+    };
   },
   start(app) {
     const state = mcpState.get(app);
     if (!state) return;
-    if (anyEnabled(app)) {
+    return {
       // After ready and not awaited: start-up waits neither for the SDK to load nor for any server.
-      app.afterReady(async () => {
-        await state.ensure().catch((error: unknown) => app.logger.error({ err: error }, "mcp-start-failed"));
-      });
-    }
-    app.onStop(async () => {
-      const manager = await state.current()?.catch(() => null);
-      await manager?.stop();
-    });
+      ...(anyEnabled(app)
+        ? {
+            afterReady: async () => {
+              await state
+                .ensure()
+                .catch((error: unknown) => app.logger.error({ err: error }, "mcp-start-failed"));
+            },
+          }
+        : {}),
+      stop: async () => {
+        const manager = await state.current()?.catch(() => null);
+        await manager?.stop();
+      },
+    };
   },
   /**
    * `mcpServers` reloaded: new servers start, removed or disabled ones stop (their tools leave the registry), changed

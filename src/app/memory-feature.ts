@@ -6,16 +6,19 @@ import type { MagpieFeature } from "./feature.js";
 /** Long-term memory: the `memory` service for tools, automatic recall, conversation memory, slash commands. */
 export const memoryFeature: MagpieFeature = {
   name: "memory",
+  provides: ["memory"],
   setup(app) {
     const logger = app.logger.child({ component: "memory" });
     const service = createMemoryService(app.config, app.store.db, logger, app.clock);
     // The app's directory: a reload's new agents and routes reach recall and /memory too.
     const directory = app.agents;
     app.services.memory = service;
-    app.warmUp(() => service.repository.warm());
-    app.addHooks(memoryHooks(service, app.config, directory, logger));
     app.commands.register(...memoryCommands(service, directory));
-    app.onStop(() => service.close());
+    return {
+      warmUp: () => service.repository.warm(),
+      hooks: [memoryHooks(service, app.config, directory, logger)],
+      stop: () => service.close(),
+    };
   },
   start(app) {
     app.services.memory?.startBackgroundIndexing();

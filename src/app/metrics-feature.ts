@@ -25,7 +25,7 @@ export const metricsFeature: MagpieFeature = {
       ...(settings.token ? { token: settings.token } : {}),
       logger,
     });
-    app.onStop(() => metrics.close());
+    return { stop: () => metrics.close() };
   },
 };
 

@@ -44,7 +44,7 @@ export function ownerAlerter(app: AppContext, logger: Logger): (alert: OwnerAler
   };
 
   return ({ title, text, except }) => {
-    const notifier = app.services.notifier ?? createPhoneNotifier(app.config.notify);
+    const notifier = app.services.notifier;
     if (notifier.configured) {
       notifier
         .send({ title, message: text, priority: 1 })

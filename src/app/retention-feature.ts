@@ -88,6 +88,6 @@ export const retentionFeature: MagpieFeature = {
     const logger = app.logger.child({ component: "retention" });
     const targets = retentionTargets(app.store.db, app.config.retention, app.config.timezone, app.clock);
     const retention = startRetention({ targets, clock: app.clock, logger });
-    app.onStop(() => retention.stop());
+    return { stop: () => retention.stop() };
   },
 };

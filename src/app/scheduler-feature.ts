@@ -13,10 +13,12 @@ import type { MagpieFeature } from "./feature.js";
 /** Scheduler, phone notifier (Pushover, ntfy) and cross-channel messaging: services, /cron, config job sync, start/stop. */
 export const schedulerFeature: MagpieFeature = {
   name: "scheduler",
+  provides: ["scheduler"],
+  uses: ["authority"],
   setup(app) {
     const { config } = app;
-    // Every configured phone provider: owner alerts go to each, `deliver` picks by name.
-    const notifier = createPhoneNotifier(config.notify);
+    // Every configured phone provider (the app's one notifier): owner alerts go to each, `deliver` picks by name.
+    const notifier = app.services.notifier;
     // Read at each use: the access feature installs the real authority whatever the setup order.
     const authority = () => app.authority();
     const scheduler = createScheduler({
@@ -37,7 +39,6 @@ export const schedulerFeature: MagpieFeature = {
       channelNames: () => [...app.channels.keys()],
     };
     app.services.scheduler = scheduler;
-    app.services.notifier = notifier;
     app.services.messaging = messaging;
     app.commands.register(cronCommand(scheduler));
 
@@ -48,7 +49,7 @@ export const schedulerFeature: MagpieFeature = {
       if (error instanceof SchedulerError) throw new ConfigError([error.message]);
       throw error;
     }
-    app.onStop(() => scheduler.stop());
+    return { stop: () => scheduler.stop() };
   },
   start(app) {
     app.services.scheduler?.start();

@@ -6,6 +6,8 @@ import type { MagpieFeature } from "./feature.js";
 /** Approvals in chat: the gate (buttons + /approve, /deny), wired into the tool registry's approval port. */
 export const securityFeature: MagpieFeature = {
   name: "security",
+  provides: ["approvals"],
+  uses: ["authority"],
   setup(app) {
     const gate = new ChatApprovalGate({
       store: app.store,
@@ -22,18 +24,19 @@ export const securityFeature: MagpieFeature = {
       authority: () => app.authority(),
       clock: app.clock,
     });
-    // Approvals and questions: one port the tool registry asks through.
-    app.setApprovalGate({
-      request: (request) => gate.request(request),
-      ask: (request) => questions.ask(request),
-    });
-    app.addButtonHandler((press) => gate.handleButton(press));
-    app.addButtonHandler((press) => questions.handleButton(press));
-    app.addMessageInterceptor((message, sessionKey, sender) =>
-      questions.answerFromMessage(message, sessionKey, sender),
-    );
     app.commands.register(...approvalCommands(gate));
     app.services.approvals = gate;
     app.services.questions = questions;
+    return {
+      // Approvals and questions: one port the tool registry asks through.
+      approvals: {
+        request: (request) => gate.request(request),
+        ask: (request) => questions.ask(request),
+      },
+      buttonHandlers: [(press) => gate.handleButton(press), (press) => questions.handleButton(press)],
+      interceptors: [
+        (message, sessionKey, sender) => questions.answerFromMessage(message, sessionKey, sender),
+      ],
+    };
   },
 };

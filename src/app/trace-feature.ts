@@ -116,8 +116,10 @@ export const traceFeature: MagpieFeature = {
         onError,
       ),
     ];
-    app.onStop(() => {
-      for (const unsubscribe of subscriptions) unsubscribe();
-    });
+    return {
+      stop: () => {
+        for (const unsubscribe of subscriptions) unsubscribe();
+      },
+    };
   },
 };

@@ -21,6 +21,8 @@ const MQTT_CLIENT_ID_KEY = "triggers.mqtt_client_id";
 export function createTriggersFeature(): MagpieFeature {
   return {
     name: "triggers",
+    provides: ["triggers"],
+    uses: ["authority", "hardware"],
     async setup(app) {
       const service = new TriggerService({
         config: () => app.config.triggers,
@@ -41,9 +43,11 @@ export function createTriggersFeature(): MagpieFeature {
       app.http.route("POST", "/hooks/:name", webhook);
       // Configured triggers are checked now: a bad `when` stops start-up with its key named.
       if (service.hasTriggers()) await service.ready();
-      app.onStop(async () => {
-        await service.loaded()?.close();
-      });
+      return {
+        stop: async () => {
+          await service.loaded()?.close();
+        },
+      };
     },
     async reload(app, change) {
       const mqttChanged = change.touches("mqtt");
@@ -79,7 +83,7 @@ async function loadRuntime(app: AppContext, definitions: TriggerDefinition[]): P
     run: createTriggerActions({
       runner: createActionRunner({
         messenger: app.messenger,
-        notifier: app.services.notifier ?? createPhoneNotifier(config.notify),
+        notifier: app.services.notifier,
         tools: app.tools,
         agent: app.agent,
         authority: () => app.authority(),

@@ -49,8 +49,10 @@ export const undeliverableFeature: MagpieFeature = {
         onError,
       ),
     ];
-    app.onStop(() => {
-      for (const unsubscribe of subscriptions) unsubscribe();
-    });
+    return {
+      stop: () => {
+        for (const unsubscribe of subscriptions) unsubscribe();
+      },
+    };
   },
 };

@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
-import { createPhoneNotifier } from "../notify/phone.js";
 import { SpendGuard } from "../usage/spend-guard.js";
 import { usageCommand } from "../usage/usage-command.js";
 import type { MagpieFeature } from "./feature.js";
@@ -15,10 +14,13 @@ const MEMORY = { origin: "memory", sessionKey: "memory" };
  */
 export const usageFeature: MagpieFeature = {
   name: "usage",
+  provides: ["spend"],
+  needs: ["notifier"],
+  uses: ["memory"],
   setup(app) {
     const { config } = app;
     const logger = app.logger.child({ component: "usage" });
-    const notifier = app.services.notifier ?? createPhoneNotifier(config.notify);
+    const notifier = app.services.notifier;
     const guard = new SpendGuard({
       db: app.store.db,
       budgets: config.budgets,
@@ -29,7 +31,6 @@ export const usageFeature: MagpieFeature = {
       events: app.events,
       ...(notifier.configured ? { alert: (alert) => notifier.send({ ...alert, priority: 1 }) } : {}),
     });
-    app.setSpendPort(guard);
 
     const embedder = app.services.memory?.embedder;
     if (embedder) {
@@ -44,13 +45,15 @@ export const usageFeature: MagpieFeature = {
 
     warnUnpricedCaps(app.config, logger);
     app.commands.register(usageCommand(app.store.db, config.timezone, app.clock));
+    return { spend: guard };
   },
   reload(app, change) {
-    if (!change.touches("budgets") && !change.touches("llm.prices")) return;
     const guard = app.spend();
-    // The next LLM call is checked against the new caps and priced with the new prices.
+    // The next LLM call is checked against the new caps and priced with the new prices. Always: the guard must not
+    // keep the previous config's sections (test/app/reload-captured.test.ts).
     if (guard instanceof SpendGuard)
       guard.update({ budgets: app.config.budgets, prices: app.config.llm.prices });
+    if (!change.touches("budgets") && !change.touches("llm.prices")) return;
     warnUnpricedCaps(app.config, app.logger.child({ component: "usage" }));
   },
 };

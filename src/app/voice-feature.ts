@@ -8,6 +8,7 @@ import type { MagpieFeature } from "./feature.js";
  */
 export const voiceFeature: MagpieFeature = {
   name: "voice",
+  uses: ["spend"],
   setup(app) {
     const voice = new VoiceReplies({
       config: app.config,
@@ -19,6 +20,6 @@ export const voiceFeature: MagpieFeature = {
       now: () => app.clock.now(),
     });
     app.commands.register(voice.command());
-    app.addHooks({ afterReply: (turn) => voice.afterReply(turn) });
+    return { hooks: [{ afterReply: (turn) => voice.afterReply(turn) }] };
   },
 };

@@ -9,7 +9,8 @@ import type { ChannelAdapter } from "./types.js";
 
 export interface OutboxWorkerOptions {
   outbox: OutboxRepository;
-  adapters: () => ReadonlyMap<string, ChannelAdapter>;
+  /** The channel adapters (the app fills the map once, before delivery starts). */
+  adapters: ReadonlyMap<string, ChannelAdapter>;
   logger: Logger;
   clock: Clock;
   /** The app's publisher on the core event stream (default: publishes nothing). */
@@ -112,7 +113,7 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
       list.push(item);
       byChannel.set(item.target.channel, list);
     }
-    const adapters = this.options.adapters();
+    const adapters = this.options.adapters;
     await Promise.all(
       [...byChannel].map(([channel, items]) =>
         adapters.has(channel) ? this.deliverInOrder(items) : this.park(channel, items),
@@ -153,7 +154,7 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
 
   private async deliver(item: OutboxItem): Promise<boolean> {
     const { outbox, logger } = this.options;
-    const adapter = this.options.adapters().get(item.target.channel);
+    const adapter = this.options.adapters.get(item.target.channel);
     try {
       if (!adapter) {
         // Removed while this pass ran: a retry like any other (the next pass parks it).

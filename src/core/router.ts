@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { Live } from "../config/live.js";
 import type { ChatModel } from "../llm/types.js";
 import type { Store } from "../store/index.js";
 import type { OutboxOrigin } from "../store/outbox.js";
@@ -34,7 +35,7 @@ import type {
 } from "./types.js";
 
 /** The settings a reload can change in a running router (`agent.maxConcurrentTurns` is not among them). */
-export type RouterSettings = RouterOptions["settings"];
+export type RouterSettings = RouterSettingsValues;
 
 export interface RouterOptions {
   store: Store;
@@ -47,38 +48,43 @@ export interface RouterOptions {
   outbox: OutboxWorker;
   /** The app's publisher on the core event stream (default: publishes nothing). */
   events?: EventPublisher;
-  adapters: () => ReadonlyMap<string, ChannelAdapter>;
-  access: () => AccessControl;
-  /** Who is an owner and who a guest (installed by the access feature). */
-  authority: () => AuthorityPort;
-  hooks: () => readonly AgentHooks[];
-  buttonHandlers: () => readonly ButtonHandler[];
+  /** The connected channel adapters (the app adds them once, before they start). */
+  adapters: ReadonlyMap<string, ChannelAdapter>;
+  access: AccessControl;
+  /** Who is an owner and who a guest (the access feature's, or the console-only default). */
+  authority: AuthorityPort;
+  hooks: readonly AgentHooks[];
+  buttonHandlers: readonly ButtonHandler[];
   /** Claim messages before they queue (typed answers to pending questions). */
-  interceptors?: () => readonly MessageInterceptor[];
-  /** Budgets and the usage ledger (installed by the usage feature). */
-  spend?: () => SpendPort | null;
-  /** Photos and voice notes for the model (installed by the media feature). */
-  media?: () => MediaPort | null;
-  settings: {
-    maxIterations: number;
-    maxConcurrentTurns: number;
-    historyTokens: number;
-    timezone: string;
-    globalPrompt?: string;
-    llm: { baseUrl?: string; timeoutMs: number };
-    /** Stream drafts into channels that can edit messages. */
-    streaming: boolean;
-    /** `agent.progressNoticeSecs` (0 or unset: no progress notes). */
-    progressNoticeSecs?: number;
-    /** `security.guestToolSet`: the most a guest's turn may use. */
-    guestToolSet: string[];
-    /** `llm.textToolCalls`. */
-    textToolCalls?: boolean;
-    /** `llm.vision`. */
-    vision?: "auto" | boolean;
-    /** `agent.maxInboundChars` and the workspace that keeps the rest of a longer text. */
-    inboundLimit?: { maxChars: number; workspace: string };
-  };
+  interceptors?: readonly MessageInterceptor[];
+  /** Budgets and the usage ledger (the usage feature's; null without). */
+  spend?: SpendPort | null;
+  /** Photos and voice notes for the model (null without a model). */
+  media?: MediaPort | null;
+  /** What a reload may change, read at each use (`agent.maxConcurrentTurns` is read once: restart-only). */
+  settings: Live<RouterSettingsValues>;
+}
+
+/** The router's settings (from config, at start and at each reload). */
+export interface RouterSettingsValues {
+  maxIterations: number;
+  maxConcurrentTurns: number;
+  historyTokens: number;
+  timezone: string;
+  globalPrompt?: string;
+  llm: { baseUrl?: string; timeoutMs: number };
+  /** Stream drafts into channels that can edit messages. */
+  streaming: boolean;
+  /** `agent.progressNoticeSecs` (0 or unset: no progress notes). */
+  progressNoticeSecs?: number;
+  /** `security.guestToolSet`: the most a guest's turn may use. */
+  guestToolSet: string[];
+  /** `llm.textToolCalls`. */
+  textToolCalls?: boolean;
+  /** `llm.vision`. */
+  vision?: "auto" | boolean;
+  /** `agent.maxInboundChars` and the workspace that keeps the rest of a longer text. */
+  inboundLimit?: { maxChars: number; workspace: string };
 }
 
 /** A prompt run as an agent turn outside the chat queue (a scheduled prompt job). */
@@ -119,31 +125,34 @@ export class Router implements InboundSink {
   readonly chats: ChatTurns;
   private readonly startedAt: number;
   private readonly events: EventPublisher;
-  /** The settings objects handed to the engine, chat turns and intake: a reload updates them in place. */
-  private readonly engineSettings: TurnEngineOptions["settings"];
-  private readonly chatOptions: ChatTurnsOptions;
-  private readonly intakeOptions: IntakeOptions;
 
   constructor(private readonly options: RouterOptions) {
     this.startedAt = options.clock.now();
-    const { settings } = options;
+    const settings = options.settings;
     const events = options.events ?? NO_EVENTS;
     this.events = events;
-    this.slots = new TurnSlots(settings.maxConcurrentTurns);
-    this.engineSettings = engineSettingsOf(settings);
+    // The parts below take their ports as functions; here those are fixed values (the app built them first).
+    const hooks = () => options.hooks;
+    const adapters = () => options.adapters;
+    const access = () => options.access;
+    const authority = () => options.authority;
+    const spend = options.spend ?? null;
+    const media = options.media ?? null;
+    const interceptors = options.interceptors ?? [];
+    this.slots = new TurnSlots(settings.current().maxConcurrentTurns);
     this.engine = new TurnEngine({
       store: options.store,
       logger: options.logger,
       clock: options.clock,
       model: options.model,
       tools: options.tools,
-      hooks: options.hooks,
+      hooks,
       slots: this.slots,
       events,
-      spend: options.spend ?? (() => null),
-      settings: this.engineSettings,
+      spend: () => spend,
+      settings: engineSettingsView(settings),
     });
-    this.chatOptions = {
+    const chatOptions: ChatTurnsOptions = {
       store: options.store,
       logger: options.logger,
       clock: options.clock,
@@ -151,46 +160,41 @@ export class Router implements InboundSink {
       events,
       agents: options.agents,
       outbox: options.outbox,
-      adapters: options.adapters,
-      authority: options.authority,
-      media: options.media ?? (() => null),
-      hooks: options.hooks,
-      streaming: settings.streaming,
-      progressNoticeSecs: settings.progressNoticeSecs ?? 0,
+      adapters,
+      authority,
+      media: () => media,
+      hooks,
+      // Read at each turn: a reload's value applies to the next one.
+      get streaming() {
+        return settings.current().streaming;
+      },
+      get progressNoticeSecs() {
+        return settings.current().progressNoticeSecs ?? 0;
+      },
     };
-    this.chats = new ChatTurns(this.chatOptions, () => this.queues);
+    this.chats = new ChatTurns(chatOptions, () => this.queues);
     this.queues = new SessionQueues(
       (sessionKey, ids, signal) => this.chats.run(sessionKey, ids, signal),
       (error, sessionKey) => options.logger.error({ err: error, session: sessionKey }, "turn-crashed"),
     );
-    this.intakeOptions = {
+    const intakeOptions: IntakeOptions = {
       store: options.store,
       logger: options.logger,
       clock: options.clock,
       commands: options.commands,
       events,
-      access: options.access,
-      authority: options.authority,
-      buttonHandlers: options.buttonHandlers,
-      interceptors: options.interceptors ?? (() => []),
+      access,
+      authority,
+      buttonHandlers: () => options.buttonHandlers,
+      interceptors: () => interceptors,
       enqueue: (sessionKey, inboxId) => this.queues.enqueue(sessionKey, inboxId),
       send: (target, message, origin, inboxId) => this.send(target, message, origin, inboxId),
       wakeOutbox: () => options.outbox.wake(),
-      ...(settings.inboundLimit ? { inboundLimit: settings.inboundLimit } : {}),
+      get inboundLimit() {
+        return settings.current().inboundLimit;
+      },
     };
-    this.intake = new Intake(this.intakeOptions);
-  }
-
-  /**
-   * Takes over changed settings (a config reload): the next turn, LLM round and message use them; a turn already
-   * running keeps the prompt it was given. `maxConcurrentTurns` is not changed here (a restart-only key).
-   */
-  updateSettings(settings: RouterSettings): void {
-    Object.assign(this.engineSettings, engineSettingsOf(settings));
-    this.chatOptions.streaming = settings.streaming;
-    this.chatOptions.progressNoticeSecs = settings.progressNoticeSecs ?? 0;
-    if (settings.inboundLimit) this.intakeOptions.inboundLimit = settings.inboundLimit;
-    else delete this.intakeOptions.inboundLimit;
+    this.intake = new Intake(intakeOptions);
   }
 
   get uptimeMs(): number {
@@ -275,15 +279,32 @@ export class Router implements InboundSink {
   }
 }
 
-function engineSettingsOf(settings: RouterSettings): TurnEngineOptions["settings"] {
+/** The engine's settings, each read from the live router settings at use (a reload applies to the next turn). */
+function engineSettingsView(settings: Live<RouterSettings>): TurnEngineOptions["settings"] {
   return {
-    maxIterations: settings.maxIterations,
-    historyTokens: settings.historyTokens,
-    timezone: settings.timezone,
-    globalPrompt: settings.globalPrompt,
-    llm: settings.llm,
-    guestToolSet: settings.guestToolSet,
-    textToolCalls: settings.textToolCalls ?? false,
-    vision: settings.vision ?? "auto",
+    get maxIterations() {
+      return settings.current().maxIterations;
+    },
+    get historyTokens() {
+      return settings.current().historyTokens;
+    },
+    get timezone() {
+      return settings.current().timezone;
+    },
+    get globalPrompt() {
+      return settings.current().globalPrompt;
+    },
+    get llm() {
+      return settings.current().llm;
+    },
+    get guestToolSet() {
+      return settings.current().guestToolSet;
+    },
+    get textToolCalls() {
+      return settings.current().textToolCalls ?? false;
+    },
+    get vision() {
+      return settings.current().vision ?? "auto";
+    },
   };
 }

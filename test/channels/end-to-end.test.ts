@@ -260,11 +260,14 @@ describe("end to end: Telegram", () => {
     const presses: string[] = [];
     const recorder: MagpieFeature = {
       name: "press-recorder",
-      setup: (app) =>
-        app.addButtonHandler((press) => {
-          presses.push(`${press.userId}:${press.buttonId}`);
-          return true;
-        }),
+      setup: () => ({
+        buttonHandlers: [
+          (press) => {
+            presses.push(`${press.userId}:${press.buttonId}`);
+            return true;
+          },
+        ],
+      }),
     };
     const testApp = await startTestApp({
       features: [accessFeature, recorder],

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { defineFeature } from "../../src/app/feature.js";
 import type { AccessControl } from "../../src/core/access.js";
 import type { ButtonPress } from "../../src/core/types.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
@@ -15,16 +16,23 @@ describe("button presses", () => {
       check: () => ({ allow: true }),
       allowsPress: (press) => press.userId !== "intruder",
     };
-    harness = await startTestApp({ llm: false, access });
     const seen: string[] = [];
-    harness.app.context.addButtonHandler((press: ButtonPress) => {
-      seen.push(`first:${press.buttonId}`);
-      return press.buttonId === "approve:1";
+    const handlers = defineFeature({
+      name: "press-handlers",
+      setup: () => ({
+        buttonHandlers: [
+          (press: ButtonPress) => {
+            seen.push(`first:${press.buttonId}`);
+            return press.buttonId === "approve:1";
+          },
+          (press: ButtonPress) => {
+            seen.push(`second:${press.buttonId}`);
+            return true;
+          },
+        ],
+      }),
     });
-    harness.app.context.addButtonHandler((press: ButtonPress) => {
-      seen.push(`second:${press.buttonId}`);
-      return true;
-    });
+    harness = await startTestApp({ llm: false, access, features: [handlers] });
     await harness.channel!.press({ buttonId: "approve:1", userId: "intruder" });
     expect(seen).toEqual([]);
     await harness.channel!.press({ buttonId: "approve:1" });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { defineFeature } from "../../src/app/feature.js";
 import { compactHistory, recentWithinBudget } from "../../src/core/compaction.js";
 import type { ChatModel, CompletionRequest } from "../../src/llm/types.js";
 import { silentLogger } from "../../src/log/logger.js";
@@ -36,11 +37,14 @@ describe("history compaction", () => {
   });
 
   it("summarizes old turns past agent.historyTokens and keeps the summary in the system prompt", async () => {
-    harness = await startTestApp({ config: { agent: { historyTokens: 100 } } });
+    const summaries: string[] = [];
+    const recorder = defineFeature({
+      name: "compaction-recorder",
+      setup: () => ({ hooks: [{ onCompacted: async ({ summary }) => void summaries.push(summary) }] }),
+    });
+    harness = await startTestApp({ config: { agent: { historyTokens: 100 } }, features: [recorder] });
     const { llm, channel, app } = harness;
     const long = "x".repeat(200);
-    const summaries: string[] = [];
-    app.context.addHooks({ onCompacted: async ({ summary }) => void summaries.push(summary) });
     llm!.script(
       reply.text(`first answer ${long}`),
       reply.text("SUMMARY: the user said hello twice.", (body) => {

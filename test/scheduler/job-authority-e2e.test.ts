@@ -120,8 +120,12 @@ describe("a job's report goes only where the message tool may post", () => {
       },
     );
     expect(job.deliver).toMatchObject({ chat_id: "-1001" });
-    // The owner drops the group from channels.telegram.groups before the job runs.
-    (config.channels.telegram as { groups: string[] }).groups = [];
+    // The owner drops the group from channels.telegram.groups before the job runs (a reload: the config is frozen).
+    const telegramConfig = config.channels.telegram!;
+    await app.reload({
+      ...config,
+      channels: { ...config.channels, telegram: { ...telegramConfig, groups: [] } },
+    });
     const run = await waitFor(() => scheduler.runs(job.id, 1)[0]?.delivery ?? undefined, "the run", 8000);
     expect(run.refused).toMatch(/telegram:-1001 is no longer a chat Magpie may post to/);
     expect(scheduler.runs(job.id, 1)[0]).toMatchObject({ status: "ok", deliveryState: "failed" });

@@ -46,8 +46,8 @@ function writeSkill(dir: string, folder: string, text: string, files: Record<str
   return folderPath;
 }
 
-async function start(requireApproval = true): Promise<{ skills: string; app: TestApp }> {
-  running = await startTestApp({ features: [mcpFeature], config: { skills: { requireApproval } } });
+async function start(requireApproval = true, dirs: string[] = []): Promise<{ skills: string; app: TestApp }> {
+  running = await startTestApp({ features: [mcpFeature], config: { skills: { requireApproval, dirs } } });
   const skills = path.join(running.config.workspace, "skills");
   mkdirSync(skills, { recursive: true });
   return { skills, app: running };
@@ -265,10 +265,9 @@ describe("pinned skills (skills.requireApproval)", () => {
   });
 
   it("two skills of one name in different directories: the first wins, and an unapproved first is not replaced by the approved second", async () => {
-    const { skills } = await start();
     const extra = mkdtempSync(path.join(os.tmpdir(), "magpie-pins-extra-"));
     extraDirs.push(extra);
-    running!.app.config.skills.dirs.push(extra);
+    const { skills } = await start(true, [extra]);
     writeSkill(extra, "deploy", skill("deploy"));
     // The feature read skills.dirs at set-up: a catalog on both directories, with the app's approvals.
     const catalog = new SkillCatalog({

@@ -42,11 +42,10 @@ async function invoke(name: string): Promise<string> {
 
 describe("skills", () => {
   it("are discovered in <workspace>/skills and skills.dirs, listed in the system prompt, read with invoke_skill", async () => {
-    running = await startTestApp({ features: [mcpFeature] });
     // Outside dataDir: a skills.dirs entry inside Magpie's state is refused (see skill-guard.test.ts).
     const extra = mkdtempSync(path.join(os.tmpdir(), "magpie-more-skills-"));
     extraDirs.push(extra);
-    running.app.config.skills.dirs.push(extra);
+    running = await startTestApp({ features: [mcpFeature], config: { skills: { dirs: [extra] } } });
     const workspaceSkills = path.join(running.config.workspace, "skills");
     writeSkill(
       workspaceSkills,
