@@ -1,3 +1,4 @@
+import { deliveryFailoverFeature } from "../notify/delivery-failover.js";
 import { voiceFeature } from "../voice/voice-feature.js";
 import { accessFeature } from "./access-feature.js";
 import { browserFeature } from "./browser-feature.js";
@@ -24,6 +25,7 @@ export const features: MagpieFeature[] = [
   usageFeature,
   traceFeature,
   undeliverableFeature,
+  deliveryFailoverFeature,
   retentionFeature,
   hardwareFeature,
   triggersFeature,

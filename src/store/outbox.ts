@@ -15,6 +15,8 @@ export interface OutboxItem {
   partsSent: number;
   platformMessageIds: string[];
   lastError: string | null;
+  /** When it was queued (ms). */
+  createdAt: number;
 }
 
 interface OutboxRow {
@@ -32,6 +34,7 @@ interface OutboxRow {
   parts_sent: number;
   platform_message_ids: string;
   last_error: string | null;
+  created_at: number;
 }
 
 const toItem = (row: OutboxRow): OutboxItem => ({
@@ -51,6 +54,7 @@ const toItem = (row: OutboxRow): OutboxItem => ({
   partsSent: row.parts_sent,
   platformMessageIds: JSON.parse(row.platform_message_ids) as string[],
   lastError: row.last_error,
+  createdAt: row.created_at,
 });
 
 export interface EnqueueOptions {

@@ -12,6 +12,7 @@ export type TraceKind =
   | "llm"
   | "tool"
   | "delivery"
+  | "failover"
   | "outcome";
 
 export interface TraceRow {
@@ -140,7 +141,11 @@ export class TraceRepository {
       sent_at: number | null;
       payload: string;
     }>;
+    const failover = this.db.prepare(
+      "SELECT data FROM trace_events WHERE kind = 'failover' AND outbox_id = ? ORDER BY id DESC LIMIT 1",
+    );
     return rows.map((row) => ({
+      ...failoverOf(failover.get(row.id) as { data: string } | undefined),
       outboxId: row.id,
       origin: row.origin,
       status: row.status,
@@ -161,6 +166,14 @@ export class TraceRepository {
       .all(inboxId) as StoredRow[];
     return rows.map(toRow);
   }
+}
+
+/** A `failover` trace row's data as the trace shows it (written by notify/delivery-failover.ts). */
+function failoverOf(row: { data: string } | undefined): Pick<TracedDelivery, "failover"> {
+  if (!row) return {};
+  const data = JSON.parse(row.data) as { path?: unknown; tried?: unknown };
+  const tried = Array.isArray(data.tried) ? data.tried.map(String) : [];
+  return { failover: { path: typeof data.path === "string" ? data.path : null, tried } };
 }
 
 function toRow(row: StoredRow): TraceRow & { id: number } {
@@ -242,6 +255,8 @@ export interface TracedDelivery {
   createdAt: number;
   sentAt: number | null;
   text: string;
+  /** Set when delivery failover tried the fallback list: the path that delivered, or null when none did. */
+  failover?: { path: string | null; tried: string[] };
 }
 
 /** A message's life, from the database alone (`magpie trace`, the dashboard's trace page). */
