@@ -6,11 +6,11 @@ import { errorMessage } from "../core/errors.js";
 import { type DeliveryEvent, type EventPublisher, magpieEvents } from "../core/events.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { ChannelAdapter } from "../core/types.js";
-import type { OutboxItem } from "../store/outbox.js";
 import type { Store } from "../store/index.js";
+import type { OutboxItem } from "../store/outbox.js";
 import { TraceRepository } from "../store/trace.js";
-import type { Notifier } from "./pushover.js";
 import { createPhoneNotifier } from "./phone.js";
+import type { Notifier } from "./pushover.js";
 
 export interface DeliveryFailoverDeps {
   store: Store;
@@ -129,9 +129,9 @@ export class DeliveryFailover {
     const parsed = parseFallbackEntry(path);
     if ("error" in parsed) throw new Error(parsed.error);
     if (parsed.kind !== "chat") {
-      await this.deps.notifier().send({ title: `Magpie: undeliverable to ${from}`, message: text, priority: 1 }, [
-        parsed.kind,
-      ]);
+      await this.deps
+        .notifier()
+        .send({ title: `Magpie: undeliverable to ${from}`, message: text, priority: 1 }, [parsed.kind]);
       return;
     }
     const adapter = this.deps.adapters().get(parsed.channel);

@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { MagpieFeature } from "../../src/app/feature.js";
+import { metricsFeature } from "../../src/app/metrics-feature.js";
 import { ChannelSendError } from "../../src/core/errors.js";
 import { deliveryFailoverFeature } from "../../src/notify/delivery-failover.js";
 import { TraceRepository, traceOf } from "../../src/store/trace.js";
 import { timeFormat, traceText } from "../../src/store/trace-text.js";
-import { startNtfyFake, type NtfyFake } from "../fakes/ntfy.js";
+import { type NtfyFake, startNtfyFake } from "../fakes/ntfy.js";
 import { reply } from "../fakes/openai.js";
-import { startTestApp, testConfig, type TestApp } from "../helpers/harness.js";
+import { startTestApp, type TestApp, testConfig } from "../helpers/harness.js";
 
 let harness: TestApp | undefined;
 let ntfy: NtfyFake | undefined;
@@ -42,8 +43,12 @@ const roles: MagpieFeature = {
 async function start(delivery: Record<string, unknown>): Promise<TestApp> {
   ntfy = await startNtfyFake();
   harness = await startTestApp({
-    features: [roles, deliveryFailoverFeature],
-    config: { notify: { ntfy: { url: ntfy.url, topic: "owner" } }, delivery },
+    features: [roles, deliveryFailoverFeature, metricsFeature],
+    config: {
+      notify: { ntfy: { url: ntfy.url, topic: "owner" } },
+      delivery,
+      http: { metrics: { enabled: true } },
+    },
   });
   return harness;
 }
@@ -74,6 +79,8 @@ describe("delivery failover", () => {
     expect(data).toMatchObject({ path: "ntfy", tried: ["pushover", "ntfy"] });
     expect(channel!.sent.filter((entry) => entry.target.chatId === "chat-9")).toHaveLength(0);
     expect(app.store.outbox.get(outboxId)!.status).toBe("failed");
+    const metrics = await (await fetch(`${harness!.url}/metrics`)).text();
+    expect(metrics).toContain('magpie_delivery_failovers_total{path="ntfy"} 1');
   });
 
   it("an owner's DM reply that is refused goes to another chat when that is the first path; trace names the path", async () => {
@@ -99,7 +106,11 @@ describe("delivery failover", () => {
     const { app, channel, llm } = await start({ fallback: ["ntfy", "test:chat-9"] });
     llm!.script(reply.text("guest secret answer"), reply.text("owner answer"));
     channel!.failNext(blocked());
-    const result = await channel!.receive("hello", { userId: "guest-1", chatId: "guest-dm", userName: "Guest" });
+    const result = await channel!.receive("hello", {
+      userId: "guest-1",
+      chatId: "guest-dm",
+      userName: "Guest",
+    });
     const inboxId = result.status === "accepted" ? result.inboxId : -1;
     await until(() => app.store.inbox.get(inboxId)?.outcome === "undeliverable");
     // A refused owner DM after it: failover handles items in order, so once the owner's arrives the guest's

@@ -18,7 +18,9 @@ export function parseFallbackEntry(
   const channel = entry.slice(0, colon);
   const chatId = entry.slice(colon + 1);
   if (!/^[a-z][a-z0-9_-]*$/.test(channel)) {
-    return { error: `"${channel.slice(0, 40)}" is not a channel name — write "<channel>:<chatId>" with a lower-case channel such as telegram or matrix.` };
+    return {
+      error: `"${channel.slice(0, 40)}" is not a channel name — write "<channel>:<chatId>" with a lower-case channel such as telegram or matrix.`,
+    };
   }
   if (channel === "email") {
     const at = chatId.indexOf("@");
