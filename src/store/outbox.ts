@@ -94,18 +94,33 @@ export class OutboxRepository {
     return row ? toItem(row) : undefined;
   }
 
-  /** Pending items due at `now`, oldest first. */
+  /**
+   * Pending items due at `now`, oldest first — never one queued behind an older pending item of its chat that is
+   * still backing off (a platform outage: the newer reply must not overtake the older one when it ends).
+   */
   due(now: number, limit = 50): OutboxItem[] {
     const rows = this.db
-      .prepare("SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?")
-      .all(now, limit) as OutboxRow[];
+      .prepare(
+        `SELECT * FROM outbox AS item WHERE status = 'pending' AND next_attempt_at <= ?
+           AND NOT EXISTS (SELECT 1 FROM outbox AS older WHERE older.status = 'pending' AND older.id < item.id
+             AND older.channel = item.channel AND older.chat_id = item.chat_id
+             AND IFNULL(older.thread_id, '') = IFNULL(item.thread_id, '') AND older.next_attempt_at > ?)
+         ORDER BY id LIMIT ?`,
+      )
+      .all(now, now, limit) as OutboxRow[];
     return rows.map(toItem);
   }
 
   /** Earliest next attempt among pending items, or null when none are pending. */
   nextDueAt(): number | null {
     const row = this.db
-      .prepare("SELECT MIN(next_attempt_at) AS at FROM outbox WHERE status = 'pending'")
+      .prepare(
+        // An item behind an older pending one of its chat is due no sooner than that one (see `due`).
+        `SELECT MIN(MAX(item.next_attempt_at, IFNULL((SELECT MAX(older.next_attempt_at) FROM outbox AS older
+           WHERE older.status = 'pending' AND older.id < item.id AND older.channel = item.channel
+             AND older.chat_id = item.chat_id AND IFNULL(older.thread_id, '') = IFNULL(item.thread_id, '')), 0)))
+           AS at FROM outbox AS item WHERE item.status = 'pending'`,
+      )
       .get() as {
       at: number | null;
     };
