@@ -88,7 +88,7 @@ export class DeliveryFailover {
     const item = store.outbox.get(outboxId);
     const fallback = settings().fallback;
     if (!item || item.status !== "failed" || fallback.length === 0 || !this.mayRedirect(item)) return;
-    // Once per item, across restarts: the trace row is written before anything is sent (at most once).
+    // Once per item, across restarts: the kv claim is written before anything is sent (at most once).
     if (store.kv.get(`failover:${item.id}`) !== undefined) return;
     store.kv.set(`failover:${item.id}`, { at: clock.now() });
     this.inFlight.add(item.id);
