@@ -1,6 +1,7 @@
 import { accessFeature } from "./access-feature.js";
 import { browserFeature } from "./browser-feature.js";
 import { dashboardFeature } from "./dashboard-feature.js";
+import { deliveryFailoverFeature } from "./delivery-failover-feature.js";
 import type { MagpieFeature } from "./feature.js";
 import { hardwareFeature } from "./hardware-feature.js";
 import { mcpFeature } from "./mcp-feature.js";
@@ -24,6 +25,7 @@ export const features: MagpieFeature[] = [
   usageFeature,
   traceFeature,
   undeliverableFeature,
+  deliveryFailoverFeature,
   retentionFeature,
   hardwareFeature,
   triggersFeature,

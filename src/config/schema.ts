@@ -2,6 +2,7 @@ import { z } from "zod";
 import { agentLimitsSchema, agentsSchema, routesSchema } from "./sections/agents.js";
 import { browserSchema, composioSchema, screenshotSchema } from "./sections/browser.js";
 import { channelsSchema } from "./sections/channels.js";
+import { deliverySchema } from "./sections/delivery.js";
 import { mcpServersSchema, skillsSchema } from "./sections/mcp.js";
 import { retentionSchema } from "./sections/retention.js";
 import { securitySchema } from "./sections/security.js";
@@ -27,6 +28,7 @@ export const configSchema = z.strictObject({
   llm: llmSchema,
   budgets: budgetsSchema,
   agent: agentLimitsSchema,
+  delivery: deliverySchema,
   agents: agentsSchema.optional(),
   routes: routesSchema,
   channels: channelsSchema,

@@ -152,6 +152,29 @@ export function createMetrics(sources: MetricsSources): MagpieMetrics {
       this.set(oldest === null ? 0 : Math.max(0, (sources.now() - oldest) / 1000));
     },
   });
+  // Delivery failover writes one `failover` trace row per item (notify/delivery-failover.ts): counted from there,
+  // so the count survives a restart (it shrinks only when retention prunes trace rows).
+  const failoverRows = db.prepare(
+    "SELECT json_extract(data, '$.path') AS path, COUNT(*) AS n FROM trace_events WHERE kind = 'failover' GROUP BY path",
+  );
+  new Counter({
+    name: "magpie_delivery_failovers_total",
+    help: "Undeliverable items sent through delivery.fallback, by the path that delivered (none: every path failed).",
+    labelNames: ["path"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (!db.open) return;
+      for (const row of failoverRows.all() as Array<{ path: string | null; n: number }>) {
+        const kind = row.path === null ? "none" : (row.path.split(":")[0] ?? "none");
+        const path =
+          kind === "ntfy" || kind === "pushover" || kind === "email" || kind === "none"
+            ? kind
+            : label.channel(kind);
+        this.inc({ path }, row.n);
+      }
+    },
+  });
   new Gauge({
     name: "magpie_channel_up",
     help: "1 while a channel is connected, else 0.",

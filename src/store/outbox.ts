@@ -20,6 +20,8 @@ export interface OutboxItem {
   partsSent: number;
   platformMessageIds: string[];
   lastError: string | null;
+  /** When it was queued (ms). */
+  createdAt: number;
 }
 
 const outboxRows = row(
@@ -38,6 +40,7 @@ const outboxRows = row(
     parts_sent: z.number(),
     platform_message_ids: z.string(),
     last_error: z.string().nullable(),
+    created_at: z.number(),
   }),
   "outbox",
 );
@@ -64,6 +67,7 @@ const toItem = (row: OutboxRow): OutboxItem => ({
   partsSent: row.parts_sent,
   platformMessageIds: parseJson(row.platform_message_ids, messageIdsSchema, "outbox message ids"),
   lastError: row.last_error,
+  createdAt: row.created_at,
 });
 
 export interface EnqueueOptions {
@@ -103,12 +107,21 @@ export class OutboxRepository {
     return found ? toItem(found) : undefined;
   }
 
-  /** Pending items due at `now`, oldest first. */
+  /**
+   * Pending items due at `now`, oldest first — never one queued behind an older pending item of its chat that is
+   * still backing off (a platform outage: the newer reply must not overtake the older one when it ends).
+   */
   due(now: number, limit = 50): OutboxItem[] {
     const rows = outboxRows.all(
       this.db
-        .prepare("SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?")
-        .all(now, limit),
+        .prepare(
+          `SELECT * FROM outbox AS item WHERE status = 'pending' AND next_attempt_at <= ?
+           AND NOT EXISTS (SELECT 1 FROM outbox AS older WHERE older.status = 'pending' AND older.id < item.id
+             AND older.channel = item.channel AND older.chat_id = item.chat_id
+             AND IFNULL(older.thread_id, '') = IFNULL(item.thread_id, '') AND older.next_attempt_at > ?)
+         ORDER BY id LIMIT ?`,
+        )
+        .all(now, now, limit),
     );
     return rows.map(toItem);
   }
@@ -116,7 +129,15 @@ export class OutboxRepository {
   /** Earliest next attempt among pending items, or null when none are pending. */
   nextDueAt(): number | null {
     const found = earliest.one(
-      this.db.prepare("SELECT MIN(next_attempt_at) AS at FROM outbox WHERE status = 'pending'").get(),
+      this.db
+        .prepare(
+          // An item behind an older pending one of its chat is due no sooner than that one (see `due`).
+          `SELECT MIN(MAX(item.next_attempt_at, IFNULL((SELECT MAX(older.next_attempt_at) FROM outbox AS older
+           WHERE older.status = 'pending' AND older.id < item.id AND older.channel = item.channel
+             AND older.chat_id = item.chat_id AND IFNULL(older.thread_id, '') = IFNULL(item.thread_id, '')), 0)))
+           AS at FROM outbox AS item WHERE item.status = 'pending'`,
+        )
+        .get(),
     );
     return found?.at ?? null;
   }

@@ -77,8 +77,13 @@ export function traceText(trace: MessageTrace, time: TimeFormat): string {
         ? ` · platform ids ${delivery.platformMessageIds.join(", ")}`
         : "";
     const why = delivery.status !== "sent" && delivery.lastError ? ` · ${delivery.lastError}` : "";
+    const via = delivery.failover
+      ? delivery.failover.path
+        ? ` · delivered via ${delivery.failover.path} (failover)`
+        : ` · failover found no path (tried ${delivery.failover.tried.join(", ") || "none"})`
+      : "";
     lines.push(
-      `${time(delivery.sentAt ?? delivery.createdAt)}  outbox ${delivery.outboxId} (${delivery.origin}) · ${delivery.status} after ${delivery.attempts} attempt(s) · ${delivery.parts} part(s)${ids}${why}`,
+      `${time(delivery.sentAt ?? delivery.createdAt)}  outbox ${delivery.outboxId} (${delivery.origin}) · ${delivery.status} after ${delivery.attempts} attempt(s) · ${delivery.parts} part(s)${ids}${why}${via}`,
     );
     lines.push(`${" ".repeat(23)}    "${excerpt(delivery.text, 100)}"`);
   }

@@ -15,6 +15,7 @@ const traceKindSchema = z.enum([
   "llm",
   "tool",
   "delivery",
+  "failover",
   "outcome",
 ]);
 export type TraceKind = z.infer<typeof traceKindSchema>;
@@ -75,6 +76,8 @@ const accessData = z.looseObject({
   reason: z.string().optional(),
 });
 const payloadText = z.looseObject({ text: z.string().optional() });
+const failoverRows = rowOf(z.object({ data: z.string() }), "trace_events failover");
+const failoverData = z.looseObject({ path: z.unknown(), tried: z.unknown() });
 
 /** A refused message as trace keeps it: metadata only, never its text. */
 export interface RefusedMessage {
@@ -171,7 +174,11 @@ export class TraceRepository {
     const rows = deliveryRows.all(
       this.db.prepare("SELECT * FROM outbox WHERE inbox_id = ? ORDER BY id").all(inboxId),
     );
+    const failover = this.db.prepare(
+      "SELECT data FROM trace_events WHERE kind = 'failover' AND outbox_id = ? ORDER BY id DESC LIMIT 1",
+    );
     return rows.map((row) => ({
+      ...failoverOf(failoverRows.one(failover.get(row.id))),
       outboxId: row.id,
       origin: row.origin,
       status: row.status,
@@ -196,6 +203,14 @@ export class TraceRepository {
     );
     return rows.map(toRow);
   }
+}
+
+/** A `failover` trace row's data as the trace shows it (written by notify/delivery-failover.ts). */
+function failoverOf(row: { data: string } | undefined): Pick<TracedDelivery, "failover"> {
+  if (!row) return {};
+  const data = parseJson(row.data, failoverData, "trace failover data");
+  const tried = Array.isArray(data.tried) ? data.tried.map(String) : [];
+  return { failover: { path: typeof data.path === "string" ? data.path : null, tried } };
 }
 
 function toRow(row: StoredRow): TraceRow & { id: number } {
@@ -277,6 +292,8 @@ export interface TracedDelivery {
   createdAt: number;
   sentAt: number | null;
   text: string;
+  /** Set when delivery failover tried the fallback list: the path that delivered, or null when none did. */
+  failover?: { path: string | null; tried: string[] };
 }
 
 /** A message's life, from the database alone (`magpie trace`, the dashboard's trace page). */

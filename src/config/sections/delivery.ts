@@ -1,0 +1,49 @@
+import { z } from "zod";
+import { positiveInt } from "./common.js";
+
+/**
+ * One fallback path: `ntfy`, `pushover`, `email:<address>` or `<channel>:<chatId>` (`matrix:!room:server`).
+ * Checked by hand in one pass (no regex): the prefix up to the first ":" names the channel, the rest is the chat.
+ */
+export function parseFallbackEntry(
+  entry: string,
+): { kind: "ntfy" | "pushover" } | { kind: "chat"; channel: string; chatId: string } | { error: string } {
+  if (entry === "ntfy" || entry === "pushover") return { kind: entry };
+  const colon = entry.indexOf(":");
+  if (colon <= 0 || colon === entry.length - 1) {
+    return {
+      error: `"${entry.slice(0, 80)}" is not a fallback path — use ntfy, pushover, "email:<address>" or "<channel>:<chatId>" (e.g. "matrix:!room:server").`,
+    };
+  }
+  const channel = entry.slice(0, colon);
+  const chatId = entry.slice(colon + 1);
+  if (!/^[a-z][a-z0-9_-]*$/.test(channel)) {
+    return {
+      error: `"${channel.slice(0, 40)}" is not a channel name — write "<channel>:<chatId>" with a lower-case channel such as telegram or matrix.`,
+    };
+  }
+  if (channel === "email") {
+    const at = chatId.indexOf("@");
+    if (at <= 0 || at === chatId.length - 1 || chatId.includes(" ")) {
+      return { error: `"${chatId.slice(0, 80)}" is not an e-mail address — write "email:me@example.org".` };
+    }
+  }
+  return { kind: "chat", channel, chatId };
+}
+
+/** `delivery` (DESIGN.md → Message flow → Delivery failover). */
+export const deliverySchema = z
+  .strictObject({
+    /** Tried in order when an owner's report, alert or DM reply becomes undeliverable. Empty: no failover. */
+    fallback: z
+      .array(
+        z.string().superRefine((entry, ctx) => {
+          const parsed = parseFallbackEntry(entry);
+          if ("error" in parsed) ctx.addIssue({ code: "custom", message: parsed.error });
+        }),
+      )
+      .default([]),
+    /** A delivery still failing this long after it was queued is undeliverable and fails over. */
+    failoverAfterSecs: positiveInt.default(600),
+  })
+  .default({ fallback: [], failoverAfterSecs: 600 });

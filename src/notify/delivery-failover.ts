@@ -1,0 +1,140 @@
+import type { Logger } from "pino";
+import { parseFallbackEntry } from "../config/sections/delivery.js";
+import type { Clock } from "../core/clock.js";
+import { type DeliveryEvent, type EventPublisher, magpieEvents } from "../core/events.js";
+import type { AuthorityPort } from "../core/identity.js";
+import type { ChannelAdapter } from "../core/types.js";
+import { errorMessage } from "../lib/errors.js";
+import type { Store } from "../store/index.js";
+import type { OutboxItem } from "../store/outbox.js";
+import { TraceRepository } from "../store/trace.js";
+import { createPhoneNotifier } from "./phone.js";
+import type { Notifier } from "./pushover.js";
+
+export interface DeliveryFailoverDeps {
+  store: Store;
+  logger: Logger;
+  clock: Clock;
+  events: EventPublisher;
+  /** The current settings (read at each failover: a reload applies to the next one). */
+  settings: () => { fallback: readonly string[]; failoverAfterSecs: number };
+  notifier: () => Notifier;
+  adapters: () => ReadonlyMap<string, ChannelAdapter>;
+  authority: () => AuthorityPort;
+}
+
+/** Outbox origins that are never redirected: a pairing code or an approval prompt belongs to its chat alone. */
+const NEVER_REDIRECTED = new Set(["pairing", "approval"]);
+
+/**
+ * DESIGN.md → Message flow → Delivery failover. An owner's undeliverable item — a job report, trigger delivery or
+ * owner alert (no inbound message behind it), or a reply in an owner's direct chat — is sent through
+ * `delivery.fallback`, tried in order, with its text (each provider cuts to its own limit) and its trace id. The
+ * path that delivered (or that none did) is a `failover` trace row: `magpie trace`, the dashboard and `/metrics`
+ * read it. A guest's chat is never redirected: a reply whose message came from anyone but an owner in a direct
+ * chat stays where it was (readable in `magpie trace`).
+ */
+export class DeliveryFailover {
+  /** Outbox items being failed over now (a retry event and a failed event for the same item do it once). */
+  private readonly inFlight = new Set<number>();
+  private readonly trace: TraceRepository;
+
+  constructor(private readonly deps: DeliveryFailoverDeps) {
+    this.trace = new TraceRepository(deps.store.db);
+  }
+
+  /** Called with each delivery event: a failed item fails over; a retried one past the limit becomes undeliverable. */
+  onDelivery(event: Pick<DeliveryEvent, "outboxId" | "status">): Promise<void> | undefined {
+    if (event.status === "failed") return this.failOver(event.outboxId);
+    if (event.status === "retry") return this.giveUpIfTooOld(event.outboxId);
+    return undefined;
+  }
+
+  /** May this item go through another path? Never for a guest's chat. */
+  mayRedirect(item: OutboxItem): boolean {
+    if (NEVER_REDIRECTED.has(item.origin)) return false;
+    if (item.inboxId === null) return true; // a job report, trigger delivery or owner alert
+    const inbound = this.deps.store.inbox.get(item.inboxId);
+    if (!inbound) return false;
+    const { message } = inbound;
+    return (
+      message.isDirect &&
+      message.channel === item.target.channel &&
+      message.chatId === item.target.chatId &&
+      this.deps.authority().roleOf(message.channel, message.userId) === "owner"
+    );
+  }
+
+  private async giveUpIfTooOld(outboxId: number): Promise<void> {
+    const { store, clock, settings, events, logger } = this.deps;
+    const item = store.outbox.get(outboxId);
+    if (!item || item.status !== "pending" || settings().fallback.length === 0) return;
+    const limitMs = settings().failoverAfterSecs * 1000;
+    if (clock.now() - item.createdAt < limitMs || !this.mayRedirect(item)) return;
+    const cause = `still failing after ${settings().failoverAfterSecs} s: ${item.lastError ?? "unknown error"}`;
+    store.outbox.markFailed(item.id, cause);
+    logger.warn({ outboxId: item.id, channel: item.target.channel }, "delivery-gave-up");
+    if (item.inboxId !== null && (item.origin === "reply" || item.origin === "command")) {
+      store.inbox.setOutcome([item.inboxId], "undeliverable", cause.slice(0, 300));
+      events.messageOutcome({ inboxIds: [item.inboxId], outcome: "undeliverable", cause });
+    }
+    await this.failOver(item.id);
+  }
+
+  private async failOver(outboxId: number): Promise<void> {
+    const { store, logger, clock, settings } = this.deps;
+    if (this.inFlight.has(outboxId)) return;
+    const item = store.outbox.get(outboxId);
+    const fallback = settings().fallback;
+    if (!item || item.status !== "failed" || fallback.length === 0 || !this.mayRedirect(item)) return;
+    // Once per item, across restarts: the kv claim is written before anything is sent (at most once).
+    if (store.kv.has(`failover:${item.id}`)) return;
+    store.kv.set(`failover:${item.id}`, { at: clock.now() });
+    this.inFlight.add(item.id);
+    try {
+      const traceId = item.inboxId !== null ? `magpie trace ${item.inboxId}` : `outbox ${item.id}`;
+      const from = `${item.target.channel}:${item.target.chatId}`;
+      const text = `${item.message.text}\n\n— Magpie could not deliver this to ${from} (${(item.lastError ?? "refused").slice(0, 200)}). Trace: ${traceId}`;
+      const tried: Array<{ path: string; error?: string }> = [];
+      let delivered: string | null = null;
+      for (const path of fallback) {
+        if (path === from) continue; // the path that just failed
+        try {
+          await this.sendVia(path, text, from);
+          tried.push({ path });
+          delivered = path;
+          break;
+        } catch (error) {
+          tried.push({ path, error: errorMessage(error).slice(0, 300) });
+        }
+      }
+      this.trace.record({
+        at: clock.now(),
+        kind: "failover",
+        inboxId: item.inboxId,
+        outboxId: item.id,
+        channel: item.target.channel,
+        chatId: item.target.chatId,
+        data: { path: delivered, tried: tried.map((entry) => entry.path), errors: tried },
+      });
+      if (delivered) logger.warn({ outboxId: item.id, from, path: delivered }, "delivery-failed-over");
+      else logger.error({ outboxId: item.id, from, tried }, "delivery-failover-exhausted");
+    } finally {
+      this.inFlight.delete(item.id);
+    }
+  }
+
+  private async sendVia(path: string, text: string, from: string): Promise<void> {
+    const parsed = parseFallbackEntry(path);
+    if ("error" in parsed) throw new Error(parsed.error);
+    if (parsed.kind !== "chat") {
+      await this.deps
+        .notifier()
+        .send({ title: `Magpie: undeliverable to ${from}`, message: text, priority: 1 }, [parsed.kind]);
+      return;
+    }
+    const adapter = this.deps.adapters().get(parsed.channel);
+    if (!adapter) throw new Error(`channel "${parsed.channel}" is not running`);
+    await adapter.send({ channel: parsed.channel, chatId: parsed.chatId }, { text, format: "plain" });
+  }
+}

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../fakes/http-util.js";
+import { type NtfyFake, startNtfyFake } from "../fakes/ntfy.js";
+import { type OpenAiFake, startOpenAiFake } from "../fakes/openai.js";
+import { FakeTelegram } from "../fakes/telegram.js";
+import { ShippedBot } from "./shipped-bot.js";
+
+const OWNER = 503;
+// The owner's own chat (a report may go only to a chat Magpie may post to), where the owner blocked the bot.
+const BLOCKED_CHAT = OWNER;
+
+/**
+ * Delivery failover through the shipped build: a cron report to a Telegram chat that blocked the bot (403) goes
+ * out through `delivery.fallback` — ntfy, real HTTP to a local server — with the report's text and its trace id.
+ */
+describe("shipped build: a cron report to a chat that blocked the bot fails over to ntfy", () => {
+  let telegram: FakeTelegram;
+  let llm: OpenAiFake;
+  let ntfy: NtfyFake;
+  let bot: ShippedBot;
+
+  beforeAll(async () => {
+    telegram = await new FakeTelegram().start();
+    llm = await startOpenAiFake();
+    ntfy = await startNtfyFake();
+    // The bot is blocked in the report's chat: the first sendMessage is refused for good.
+    telegram.failNext("sendMessage", 403, "Forbidden: bot was blocked by the user");
+    bot = await ShippedBot.start({
+      config: {
+        timezone: "UTC",
+        llm: { baseUrl: llm.url, apiKey: "sk-test", model: "test-model" },
+        agent: { streaming: false },
+        channels: {
+          telegram: {
+            token: telegram.validToken,
+            apiRoot: telegram.apiRoot,
+            pacing: false,
+            allowFrom: [OWNER],
+          },
+        },
+        notify: { ntfy: { url: ntfy.url, topic: "magpie-owner" } },
+        delivery: { fallback: ["ntfy"] },
+        cron: {
+          jobs: [
+            {
+              name: "backup-report",
+              delay: "2s",
+              message: "Backup finished: 3 files",
+              deliver: { channel: "telegram", chatId: BLOCKED_CHAT },
+            },
+          ],
+        },
+      },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await bot?.dispose();
+    await Promise.all([telegram?.close(), llm?.close(), ntfy?.close()]);
+  });
+
+  it("the report reaches ntfy once with its trace id, and the log names the path", async () => {
+    const report = await waitFor(
+      () => ntfy.messages.find((message) => message.message.includes("Backup finished: 3 files")),
+      "the report on ntfy",
+      20_000,
+    );
+    expect(report.topic).toBe("magpie-owner");
+    expect(report.message).toMatch(
+      /could not deliver this to telegram:503 \(.*blocked.*\)\. Trace: outbox \d+/,
+    );
+    await waitFor(() => bot.logText().includes("delivery-failed-over"), "the failover log line");
+    expect(bot.logText()).toMatch(
+      /"path":"ntfy"[^\n]*"msg":"delivery-failed-over"|"msg":"delivery-failed-over"[^\n]*"path":"ntfy"/,
+    );
+    expect(telegram.sentTexts().filter((text) => text.includes("Backup finished"))).toHaveLength(0);
+    expect(
+      ntfy.messages.filter((message) => message.message.includes("Backup finished: 3 files")),
+    ).toHaveLength(1);
+  });
+});
