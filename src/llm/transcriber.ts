@@ -1,5 +1,6 @@
 import type { MagpieConfig } from "../config/schema.js";
 import { isLlmConfigured } from "./create-model.js";
+import { primaryEndpoint } from "./provider.js";
 
 /** Turns audio into text. */
 export type Transcriber = (audio: Buffer, fileName: string, mime: string | undefined) => Promise<string>;
@@ -11,26 +12,11 @@ export type Transcriber = (audio: Buffer, fileName: string, mime: string | undef
 export function createTranscriber(config: MagpieConfig): Transcriber | null {
   const model = config.llm.transcriptionModel;
   if (!model || !isLlmConfigured(config)) return null;
-  let client:
-    | Promise<{ create: (audio: Buffer, name: string, mime?: string) => Promise<string> }>
-    | undefined;
-  const load = () => {
-    client ??= import("openai").then(({ default: OpenAI, toFile }) => {
-      const openai = new OpenAI({
-        apiKey: config.llm.apiKey ?? "not-needed",
-        baseURL: config.llm.baseUrl,
-        timeout: config.llm.timeoutMs,
-        maxRetries: config.llm.maxRetries,
-      });
-      return {
-        create: async (audio, name, mime) => {
-          const file = await toFile(audio, name, mime ? { type: mime } : undefined);
-          const result = await openai.audio.transcriptions.create({ file, model });
-          return result.text;
-        },
-      };
-    });
-    return client;
+  const endpoint = primaryEndpoint(config);
+  return async (audio, fileName, mime) => {
+    const [{ toFile }, openai] = await Promise.all([import("openai"), endpoint.client()]);
+    const file = await toFile(audio, fileName, mime ? { type: mime } : undefined);
+    const result = await openai.audio.transcriptions.create({ file, model });
+    return result.text;
   };
-  return async (audio, fileName, mime) => (await load()).create(audio, fileName, mime);
 }

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
 import { MagpieError } from "../lib/errors.js";
+import { primaryEndpoint } from "../llm/provider.js";
 
 /** Spoken audio: OGG/Opus (a voice note anywhere) or WAV (an audio file until it is encoded). */
 export interface Speech {
@@ -39,18 +40,9 @@ export function opusEncoder(): string | null {
 export function llmSynthesizer(config: MagpieConfig): Synthesizer {
   const model = config.voice.speechModel ?? "tts-1";
   const voice = config.voice.voice ?? "alloy";
-  let client: Promise<import("openai").default> | undefined;
+  const endpoint = primaryEndpoint(config);
   return async (text) => {
-    client ??= import("openai").then(
-      ({ default: OpenAI }) =>
-        new OpenAI({
-          apiKey: config.llm.apiKey ?? "not-needed",
-          baseURL: config.llm.baseUrl,
-          timeout: config.llm.timeoutMs,
-          maxRetries: config.llm.maxRetries,
-        }),
-    );
-    const response = await (await client).audio.speech.create({
+    const response = await (await endpoint.client()).audio.speech.create({
       model,
       voice,
       input: text,
