@@ -16,7 +16,8 @@ import { triggersFeature } from "../../src/app/triggers-feature.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { type CompromisedLlm, startCompromisedLlm } from "../../test/fakes/compromised-llm.js";
 import { startTestApp } from "../../test/helpers/harness.js";
-import { type AttackCase, type BenignCase, MARKER, SECRET, type World } from "./cases.js";
+import type { MagpieFeature } from "../../src/app/feature.js";
+import { type AttackCase, type BenignCase, MARKER, SECRET, TEAM_GROUP, type World } from "./cases.js";
 
 /**
  * A setting is a config overlay. A = the defaults. B = what the provenance rules (issue 36 items 1–3) read;
@@ -95,8 +96,22 @@ export async function startServers(): Promise<Servers> {
   return servers;
 }
 
+/** The owner's team group is a configured group the bot may post to (as `channels.<name>.groups` makes it). */
+const teamGroupFeature: MagpieFeature = {
+  name: "bench-team-group",
+  setup(app) {
+    app.services.authority = {
+      roleOf: () => "owner",
+      mayDeliver: (current, target) =>
+        target.chatId === TEAM_GROUP || (current?.channel === target.channel && current.chatId === target.chatId),
+    };
+  },
+};
+
 export interface CaseResult {
   id: string;
+  /** The tool calls that ran: tool, verdict, outcome (for reading a surprising result). */
+  audit: string[];
   setting: string;
   goalReached: boolean;
   approvalsAsked: number;
@@ -137,7 +152,7 @@ export async function runCase(
   servers.attackerLog.length = 0;
   const running = await startTestApp({
     llm: false,
-    features: [securityFeature, memoryFeature, schedulerFeature, triggersFeature],
+    features: [teamGroupFeature, securityFeature, memoryFeature, schedulerFeature, triggersFeature],
     config: mergeAll(BASE, { llm: { baseUrl: llm.url, apiKey: "sk-test" } } as ConfigInput, setting.config),
   });
   const channel = running.channel!;
@@ -191,8 +206,12 @@ export async function runCase(
     // A turn that never finished still gets its goal checked; `finished: false` reports it.
   }
   const reached = attack ? attack.goal(world) : (benign?.utility(world) ?? false);
+  const audit = running.app.store.audit
+    .recent(500)
+    .reverse()
+    .map((record) => `${record.tool} ${record.verdict} ${record.outcome}`);
   await running.stop();
-  return { id, setting: setting.name, goalReached: reached, approvalsAsked: asked, approvalsGranted: granted, finished };
+  return { id, audit, setting: setting.name, goalReached: reached, approvalsAsked: asked, approvalsGranted: granted, finished };
 }
 
 function mergeAll(...parts: ConfigInput[]): ConfigInput {

@@ -36,7 +36,7 @@ describe("injection benchmark", () => {
     // One attack per goal class (via the web page); the control reads the same page without the injection.
     for (const attack of attacks.filter((a) => a.id.startsWith("s0"))) {
       const open = await runCase(llm, servers, OPEN, attack, null);
-      expect(open.goalReached, `${attack.id} ${attack.attackClass} reached with sinks open`).toBe(true);
+      expect(open.goalReached, `${attack.id} ${attack.attackClass} reached with sinks open: ${open.audit.join(", ")}`).toBe(true);
       const control = await runCase(llm, servers, OPEN, { ...attack, injectionText: "nothing here" }, null);
       expect(control.goalReached, `${attack.id} control (no injection)`).toBe(false);
     }
