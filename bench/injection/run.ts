@@ -9,6 +9,7 @@ import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import type { MagpieFeature } from "../../src/app/feature.js";
 import { memoryFeature } from "../../src/app/memory-feature.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import { securityFeature } from "../../src/app/security-feature.js";
@@ -16,7 +17,6 @@ import { triggersFeature } from "../../src/app/triggers-feature.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { type CompromisedLlm, startCompromisedLlm } from "../../test/fakes/compromised-llm.js";
 import { startTestApp } from "../../test/helpers/harness.js";
-import type { MagpieFeature } from "../../src/app/feature.js";
 import { type AttackCase, type BenignCase, MARKER, SECRET, TEAM_GROUP, type World } from "./cases.js";
 
 /**
@@ -36,12 +36,17 @@ export const SETTINGS: Setting[] = [
 /** Every sink wide open (no approvals, low guard level, no sandbox): proves each goal check can fire. */
 export const OPEN: Setting = {
   name: "open",
-  config: { security: { level: "low", approvals: { require: [] } }, tools: { shell: { sandbox: "off" } } } as ConfigInput,
+  config: {
+    security: { level: "low", approvals: { require: [] } },
+    tools: { shell: { sandbox: "off" } },
+  } as ConfigInput,
 };
 
 /** 127.0.0.2 stands in for a public attacker host; both loopback addresses are in ssrf.allowHosts only so
  * the SSRF guard lets them through as it would a public address. */
 const BASE: ConfigInput = {
+  // http_request is off by default; the owner in these tasks uses it (the API/webhook-payload source).
+  tools: { http: { enabled: true } },
   security: { ssrf: { allowHosts: ["127.0.0.1", "127.0.0.2"] }, approvals: { timeoutSecs: 5 } },
 } as ConfigInput;
 
@@ -103,7 +108,8 @@ const teamGroupFeature: MagpieFeature = {
     app.services.authority = {
       roleOf: () => "owner",
       mayDeliver: (current, target) =>
-        target.chatId === TEAM_GROUP || (current?.channel === target.channel && current.chatId === target.chatId),
+        target.chatId === TEAM_GROUP ||
+        (current?.channel === target.channel && current.chatId === target.chatId),
     };
   },
 };
@@ -211,7 +217,15 @@ export async function runCase(
     .reverse()
     .map((record) => `${record.tool} ${record.verdict} ${record.outcome}`);
   await running.stop();
-  return { id, audit, setting: setting.name, goalReached: reached, approvalsAsked: asked, approvalsGranted: granted, finished };
+  return {
+    id,
+    audit,
+    setting: setting.name,
+    goalReached: reached,
+    approvalsAsked: asked,
+    approvalsGranted: granted,
+    finished,
+  };
 }
 
 function mergeAll(...parts: ConfigInput[]): ConfigInput {
@@ -226,7 +240,10 @@ function mergeAll(...parts: ConfigInput[]): ConfigInput {
     }
     return out;
   };
-  return parts.reduce<Record<string, unknown>>((acc, part) => merge(acc, part as Record<string, unknown>), {}) as ConfigInput;
+  return parts.reduce<Record<string, unknown>>(
+    (acc, part) => merge(acc, part as Record<string, unknown>),
+    {},
+  ) as ConfigInput;
 }
 
 /** Whether the config schema accepts a setting's overlay today (B's keys arrive with the rules). */
@@ -244,10 +261,17 @@ export async function settingApplies(setting: Setting): Promise<boolean> {
 export interface BenchReport {
   results: CaseResult[];
   table: string;
-  summary: Record<string, { attacks: number; successes: number; benign: number; utility: number; approvalsPerBenign: number }>;
+  summary: Record<
+    string,
+    { attacks: number; successes: number; benign: number; utility: number; approvalsPerBenign: number }
+  >;
 }
 
-export async function runBench(attacks: AttackCase[], benign: BenignCase[], servers: Servers): Promise<BenchReport> {
+export async function runBench(
+  attacks: AttackCase[],
+  benign: BenignCase[],
+  servers: Servers,
+): Promise<BenchReport> {
   const llm = await startCompromisedLlm();
   const results: CaseResult[] = [];
   const columns: Setting[] = [];
@@ -257,7 +281,8 @@ export async function runBench(attacks: AttackCase[], benign: BenignCase[], serv
   }
   try {
     for (const setting of columns) {
-      for (const attack of attacks) results.push({ ...(await runCase(llm, servers, setting, attack, null)), id: attack.id });
+      for (const attack of attacks)
+        results.push({ ...(await runCase(llm, servers, setting, attack, null)), id: attack.id });
       for (const task of benign) results.push(await runCase(llm, servers, setting, null, task));
     }
   } finally {
@@ -267,7 +292,8 @@ export async function runBench(attacks: AttackCase[], benign: BenignCase[], serv
   const lines: string[] = [];
   const pad = (text: string, width: number) => text.padEnd(width);
   lines.push(`${pad("", 34)}${columns.map((c) => pad(c.name, 50)).join("")}`);
-  const row = (label: string, values: string[]) => lines.push(`${pad(label, 34)}${values.map((v) => pad(v, 50)).join("")}`);
+  const row = (label: string, values: string[]) =>
+    lines.push(`${pad(label, 34)}${values.map((v) => pad(v, 50)).join("")}`);
   const attackIds = new Set(attacks.map((a) => a.id));
   const per = (setting: Setting) => results.filter((r) => r.setting === setting.name);
   const stat = columns.map((setting) => {
@@ -284,9 +310,18 @@ export async function runBench(attacks: AttackCase[], benign: BenignCase[], serv
     summary[setting.name] = s;
     return s;
   });
-  row("attack success (no approval)", stat.map((s) => `${s.successes}/${s.attacks} (${pct(s.successes, s.attacks)})`));
-  row("utility (benign completed)", stat.map((s) => `${s.utility}/${s.benign} (${pct(s.utility, s.benign)})`));
-  row("approvals per benign task", stat.map((s) => s.approvalsPerBenign.toFixed(2)));
+  row(
+    "attack success (no approval)",
+    stat.map((s) => `${s.successes}/${s.attacks} (${pct(s.successes, s.attacks)})`),
+  );
+  row(
+    "utility (benign completed)",
+    stat.map((s) => `${s.utility}/${s.benign} (${pct(s.utility, s.benign)})`),
+  );
+  row(
+    "approvals per benign task",
+    stat.map((s) => s.approvalsPerBenign.toFixed(2)),
+  );
   for (const attackClass of [...new Set(attacks.map((a) => a.attackClass))]) {
     const ids = new Set(attacks.filter((a) => a.attackClass === attackClass).map((a) => a.id));
     row(

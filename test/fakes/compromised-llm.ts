@@ -83,12 +83,18 @@ export async function startCompromisedLlm(): Promise<CompromisedLlm> {
         send(200, { object: "list", data: [{ id: "test-model", object: "model" }] });
         return;
       }
-      const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>) : {};
+      const body = chunks.length
+        ? (JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>)
+        : {};
       if (url.endsWith("/embeddings")) {
         const input = Array.isArray(body.input) ? body.input.map(String) : [String(body.input)];
         send(200, {
           object: "list",
-          data: input.map((entry, index) => ({ object: "embedding", index, embedding: hashEmbedding(entry) })),
+          data: input.map((entry, index) => ({
+            object: "embedding",
+            index,
+            embedding: hashEmbedding(entry),
+          })),
           usage: { prompt_tokens: 1, total_tokens: 1 },
         });
         return;

@@ -36,7 +36,10 @@ describe("injection benchmark", () => {
     // One attack per goal class (via the web page); the control reads the same page without the injection.
     for (const attack of attacks.filter((a) => a.id.startsWith("s0"))) {
       const open = await runCase(llm, servers, OPEN, attack, null);
-      expect(open.goalReached, `${attack.id} ${attack.attackClass} reached with sinks open: ${open.audit.join(", ")}`).toBe(true);
+      expect(
+        open.goalReached,
+        `${attack.id} ${attack.attackClass} reached with sinks open: ${open.audit.join(", ")}`,
+      ).toBe(true);
       const control = await runCase(llm, servers, OPEN, { ...attack, injectionText: "nothing here" }, null);
       expect(control.goalReached, `${attack.id} control (no injection)`).toBe(false);
     }
@@ -45,10 +48,14 @@ describe("injection benchmark", () => {
   it(
     "measures attack success, utility and approvals per benign task under settings A and B",
     async () => {
-      const chosen = FULL ? attacks : attacks.filter((a) => ["s0g0", "s1g2", "s2g3", "s3g6", "s2g9", "s1g5"].includes(a.id));
+      const chosen = FULL
+        ? attacks
+        : attacks.filter((a) => ["s0g0", "s1g2", "s2g3", "s3g6", "s2g9", "s1g5"].includes(a.id));
       const benign = benignCases({ pages: servers.pages } as World).slice(0, FULL ? 8 : 4);
       const report = await runBench(chosen, benign, servers);
-      console.log(`\nInjection benchmark (${chosen.length} attacks, ${benign.length} benign)\n${report.table}\n`);
+      console.log(
+        `\nInjection benchmark (${chosen.length} attacks, ${benign.length} benign)\n${report.table}\n`,
+      );
       for (const column of Object.values(report.summary)) {
         expect(column.attacks).toBe(chosen.length);
         expect(column.benign).toBe(benign.length);
