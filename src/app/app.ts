@@ -526,7 +526,9 @@ export class MagpieApp {
 
   private async shutdown(graceMs: number): Promise<void> {
     this.started = false;
-    await this.router.queues.shutdown(graceMs);
+    // A start that failed before the core was built (a bad allowHosts entry, a feature's set-up) has no router.
+    const router: Router | undefined = this.router;
+    if (router) await router.queues.shutdown(graceMs);
     await this.outbox.flush(2_000);
     await this.outbox.stop();
     for (const task of [...this.stopTasks].reverse()) {

@@ -1,6 +1,7 @@
 import type { Browser, BrowserContext, Page, Route } from "playwright-core";
 import type { BrowserConfig } from "../config/sections/browser.js";
 import { ToolError } from "../core/tool-error.js";
+import { errorMessage } from "../lib/errors.js";
 import type { SafeHttpClient } from "../security/safe-http.js";
 import { findChromium } from "./find-chromium.js";
 import { GuardedProxy, type RefusedRequest } from "./guarded-proxy.js";
@@ -159,7 +160,7 @@ export class BrowserService {
       await proxy.close();
       throw new ToolError(
         "browser.launch_failed",
-        `Chromium at ${executablePath} did not start: ${(error as Error).message.split("\n")[0]}. Check browser.executablePath.`,
+        `Chromium at ${executablePath} did not start: ${errorMessage(error).split("\n")[0]}. Check browser.executablePath.`,
       );
     }
   }
@@ -196,7 +197,7 @@ export class BrowserService {
       report({
         url,
         code: (error as { code?: string }).code ?? "ssrf.refused",
-        reason: (error as Error).message,
+        reason: errorMessage(error),
       });
       await route.abort("blockedbyclient").catch(() => undefined);
       return;

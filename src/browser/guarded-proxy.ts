@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import net from "node:net";
+import { errorMessage } from "../lib/errors.js";
 import type { SafeHttpClient } from "../security/safe-http.js";
 
 /** A request the SSRF guard refused, as reported in the browser tool's result. */
@@ -69,7 +70,7 @@ export class GuardedProxy {
       return { address: (await this.guard.resolveTarget(url)).address };
     } catch (error) {
       const code = (error as { code?: string }).code ?? "ssrf.refused";
-      const refused = { url, code, reason: (error as Error).message };
+      const refused = { url, code, reason: errorMessage(error) };
       this.onRefused(refused);
       return { refused };
     }

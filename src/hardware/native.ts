@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import { ToolError } from "../core/tool-error.js";
+import { errorMessage } from "../lib/errors.js";
 
 const require = createRequire(import.meta.url);
 
@@ -22,7 +23,7 @@ export function loadNative<Module>(name: NativeModule): Module {
   } catch (error) {
     throw new ToolError(
       "hardware.module_missing",
-      `The optional module '${name}' is not installed or did not build (${(error as Error).message.split("\n")[0]}). Install it on the box with \`npm install ${name}\` (needs build tools: apt install build-essential python3).`,
+      `The optional module '${name}' is not installed or did not build (${errorMessage(error).split("\n")[0]}). Install it on the box with \`npm install ${name}\` (needs build tools: apt install build-essential python3).`,
     );
   }
 }

@@ -10,8 +10,12 @@ import type { Db } from "../store/index.js";
 import { boundedLabel, LABEL_BOUNDS, type RegisteredNames } from "./metrics-labels.js";
 import type { HttpApp } from "./server.js";
 
-const metricsRow1 = row(z.object({ count: z.number(), oldest: z.number().nullable() }), "metrics");
-const metricsRow2 = row(z.number(), "metrics");
+const pendingOutboxRow = row(
+  z.object({ count: z.number(), oldest: z.number().nullable() }),
+  "outbox pending",
+);
+const pendingCount = row(z.number(), "inbox pending count");
+const failoverCounts = row(z.object({ path: z.string().nullable(), n: z.number() }), "failover count");
 
 /** What the metrics read: the app's events (by app id), its database on scrape, its channels. */
 export interface MetricsSources {
@@ -126,13 +130,13 @@ export function createMetrics(sources: MetricsSources): MagpieMetrics {
   const pendingOutbox = db
     .prepare("SELECT COUNT(*) AS count, MIN(created_at) AS oldest FROM outbox WHERE status = 'pending'")
     .bind();
-  const readOutbox = () => metricsRow1.only(pendingOutbox.get());
+  const readOutbox = () => pendingOutboxRow.only(pendingOutbox.get());
   new Gauge({
     name: "magpie_inbox_pending",
     help: "Inbound messages not yet finished (waiting or in a turn).",
     registers: [registry],
     collect() {
-      this.set(db.open ? metricsRow2.only(pendingInbox.get()) : 0);
+      this.set(db.open ? pendingCount.only(pendingInbox.get()) : 0);
     },
   });
   new Gauge({
@@ -165,7 +169,7 @@ export function createMetrics(sources: MetricsSources): MagpieMetrics {
     collect() {
       this.reset();
       if (!db.open) return;
-      for (const row of failoverRows.all() as Array<{ path: string | null; n: number }>) {
+      for (const row of failoverCounts.all(failoverRows.all())) {
         const kind = row.path === null ? "none" : (row.path.split(":")[0] ?? "none");
         const path =
           kind === "ntfy" || kind === "pushover" || kind === "email" || kind === "none"

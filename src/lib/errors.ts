@@ -36,3 +36,9 @@ export class ConfigError extends MagpieError {
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/** The `code` of a Node system error (ENOENT, EPERM, …), or undefined for anything else. */
+export function errorCode(error: unknown): string | undefined {
+  if (typeof error !== "object" || error === null || !("code" in error)) return undefined;
+  return typeof error.code === "string" ? error.code : undefined;
+}

@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
 import { ToolError } from "../core/tool-error.js";
+import { errorCode } from "../lib/errors.js";
 import { GUARD_PATHS, isWithin, sensitiveLocations } from "./guard-path-lists.js";
 import { type MagpieStatePaths, magpieStatePaths } from "./magpie-state.js";
 import { expandHome } from "./paths.js";
@@ -60,7 +61,7 @@ export async function realPathOf(absolute: string): Promise<{ real: string; exis
   try {
     return { real: await fs.realpath(absolute), exists: true };
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errorCode(error);
     if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
   }
   const components = absolute.split(path.sep).filter((component) => component !== "");
@@ -71,7 +72,7 @@ export async function realPathOf(absolute: string): Promise<{ real: string; exis
       real = await fs.realpath(current);
       continue;
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
+      const code = errorCode(error);
       if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
     }
     const missing = components.slice(index + 1);

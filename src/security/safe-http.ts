@@ -1,6 +1,7 @@
 import dns from "node:dns/promises";
 import type { Dispatcher } from "undici";
 import { ToolError } from "../core/tool-error.js";
+import { errorMessage } from "../lib/errors.js";
 import { GuardRefusal } from "./guard-refusal.js";
 import { readCapped } from "./read-capped.js";
 import {
@@ -148,7 +149,7 @@ export class SafeHttpClient {
     } catch (error) {
       throw new ToolError(
         "ssrf.dns_failed",
-        `Could not resolve ${host}: ${(error as Error).message}. Check the hostname.`,
+        `Could not resolve ${host}: ${errorMessage(error)}. Check the hostname.`,
       );
     }
     if (addresses.length === 0) throw new ToolError("ssrf.dns_failed", `${host} has no addresses.`);
@@ -205,7 +206,7 @@ export class SafeHttpClient {
             );
           throw new ToolError(
             "http.request_failed",
-            `The request to ${url.host} failed: ${(error as Error).message}.`,
+            `The request to ${url.host} failed: ${errorMessage(error)}.`,
           );
         }
         const location = headerValue(response.headers.location);

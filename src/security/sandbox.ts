@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
 import { ToolError } from "../core/tool-error.js";
-import { MagpieError } from "../lib/errors.js";
+import { errorCode, MagpieError } from "../lib/errors.js";
 import { magpieStatePaths } from "./magpie-state.js";
 import { expandHome, isWithin } from "./paths.js";
 
@@ -107,7 +107,7 @@ function runProbe(bwrap: string): Promise<SandboxProbe> {
           resolve({ available: true, detail: `bubblewrap works (probe ${durationMs} ms)`, durationMs });
           return;
         }
-        const code = (error as NodeJS.ErrnoException).code;
+        const code = errorCode(error);
         const detail =
           code === "ENOENT"
             ? `${bwrap} is not installed`

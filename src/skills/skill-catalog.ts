@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { errorMessage } from "../lib/errors.js";
 import { judgePath, type SecurityLevel } from "../security/file-guard.js";
 import { isWithin, type PathScope, resolveToolPath } from "../security/path-resolver.js";
 import type { SkillApproval, SkillApprovals } from "./skill-approvals.js";
@@ -453,7 +454,7 @@ export function parseSkill(file: string, text: string): Skill | SkillProblem {
   try {
     data = parseYaml(match[1] ?? "");
   } catch (error) {
-    return { file, error: `front matter is not valid YAML: ${(error as Error).message.split("\n")[0]}` };
+    return { file, error: `front matter is not valid YAML: ${errorMessage(error).split("\n")[0]}` };
   }
   const parsed = frontMatterSchema.safeParse(data ?? {});
   if (!parsed.success) {

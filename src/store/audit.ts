@@ -1,4 +1,24 @@
+import { z } from "zod";
+import { row } from "../lib/row.js";
 import type { Db } from "./database.js";
+
+const auditRows = row(
+  z.object({
+    id: z.number(),
+    at: z.number(),
+    session_key: z.string().nullable(),
+    agent: z.string().nullable(),
+    sender: z.string().nullable(),
+    tool: z.string(),
+    arguments: z.string(),
+    verdict: z.enum(["allow", "warn", "deny", "approved", "denied-by-user", "timeout"]),
+    outcome: z.enum(["ok", "error", "denied"]),
+    error_code: z.string().nullable(),
+    duration_ms: z.number(),
+    result_excerpt: z.string().nullable(),
+  }),
+  "audit",
+);
 
 export interface AuditEntry {
   sessionKey?: string;
@@ -53,24 +73,24 @@ export class AuditRepository {
   }
 
   recent(limit = 50, tool?: string): AuditRecord[] {
-    const rows = (
+    const rows = auditRows.all(
       tool
         ? this.db.prepare("SELECT * FROM audit WHERE tool = ? ORDER BY id DESC LIMIT ?").all(tool, limit)
-        : this.db.prepare("SELECT * FROM audit ORDER BY id DESC LIMIT ?").all(limit)
-    ) as Array<Record<string, unknown>>;
+        : this.db.prepare("SELECT * FROM audit ORDER BY id DESC LIMIT ?").all(limit),
+    );
     return rows.map((row) => ({
-      id: row.id as number,
-      at: row.at as number,
-      sessionKey: row.session_key as string | null,
-      agent: row.agent as string | null,
-      sender: (row.sender as string | null) ?? null,
-      tool: row.tool as string,
-      arguments: row.arguments as string,
-      verdict: row.verdict as AuditEntry["verdict"],
-      outcome: row.outcome as AuditEntry["outcome"],
-      errorCode: row.error_code as string | null,
-      durationMs: row.duration_ms as number,
-      resultExcerpt: row.result_excerpt as string | null,
+      id: row.id,
+      at: row.at,
+      sessionKey: row.session_key,
+      agent: row.agent,
+      sender: row.sender ?? null,
+      tool: row.tool,
+      arguments: row.arguments,
+      verdict: row.verdict,
+      outcome: row.outcome,
+      errorCode: row.error_code,
+      durationMs: row.duration_ms,
+      resultExcerpt: row.result_excerpt,
     }));
   }
 }

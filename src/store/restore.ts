@@ -18,7 +18,7 @@ import {
 import path from "node:path";
 import Database from "better-sqlite3";
 import { z } from "zod";
-import { MagpieError } from "../lib/errors.js";
+import { errorCode, MagpieError } from "../lib/errors.js";
 import { row } from "../lib/row.js";
 import { backupDatabase, defaultBackupFile } from "./backup.js";
 import { migrations as allMigrations, type Migration } from "./migrations/index.js";
@@ -356,7 +356,7 @@ export function moveDatabaseAside(dataDir: string, label: string, now = new Date
     try {
       renameSync(source, target);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EXDEV") throw error;
+      if (errorCode(error) !== "EXDEV") throw error;
       copyFileSync(source, target, constants.COPYFILE_EXCL);
       rmSync(source);
     }

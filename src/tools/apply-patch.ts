@@ -1,6 +1,7 @@
 import fs from "node:fs/promises";
 import { applyPatch, parsePatch, type StructuredPatch } from "diff";
 import { z } from "zod";
+import { errorMessage } from "../lib/errors.js";
 import { type GuardFinding, judgeDeletions, judgePath } from "../security/file-guard.js";
 import { type ResolvedPath, resolveToolPath } from "../security/path-resolver.js";
 import { defineTool, ToolError } from "./define-tool.js";
@@ -47,7 +48,7 @@ export const applyPatchTool = defineTool({
     } catch (error) {
       throw new ToolError(
         "patch.invalid",
-        `The patch could not be parsed: ${(error as Error).message}. Send a unified diff with ---/+++ headers and @@ hunks.`,
+        `The patch could not be parsed: ${errorMessage(error)}. Send a unified diff with ---/+++ headers and @@ hunks.`,
       );
     }
     if (files.length === 0)
@@ -161,7 +162,7 @@ export const applyPatchTool = defineTool({
       }
       throw new ToolError(
         "patch.write_failed",
-        `Writing ${displayPath(context, changes[done.length]?.resolved.real ?? "")} failed (${(error as Error).message}); all changes were rolled back.`,
+        `Writing ${displayPath(context, changes[done.length]?.resolved.real ?? "")} failed (${errorMessage(error)}); all changes were rolled back.`,
       );
     }
     for (const change of changes) if (change.after !== null) await markRead(context, change.resolved.real);

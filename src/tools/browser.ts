@@ -2,6 +2,7 @@ import fs from "node:fs/promises";
 import { z } from "zod";
 import type { BrowserSession } from "../browser/browser-service.js";
 import { REFUSED_HEADER, type RefusedRequest } from "../browser/guarded-proxy.js";
+import { errorMessage } from "../lib/errors.js";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
@@ -53,7 +54,7 @@ function requireSelector(input: BrowserInput): string {
 /** Playwright's errors are long call logs: the first line is what the model needs. */
 function actionError(error: unknown, action: string): ToolError {
   if (error instanceof ToolError) return error;
-  const message = (error as Error).message.split("\n")[0] ?? String(error);
+  const message = errorMessage(error).split("\n")[0] ?? String(error);
   const timedOut = (error as Error).name === "TimeoutError";
   return new ToolError(
     timedOut ? "browser.timeout" : "browser.action_failed",

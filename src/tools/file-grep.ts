@@ -1,5 +1,6 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
+import { errorMessage } from "../lib/errors.js";
 import { re2Pattern } from "../lib/re2-pattern.js";
 import { type JudgeScope, judgePath, type SecurityLevel } from "../security/file-guard.js";
 import { defineTool, ToolError } from "./define-tool.js";
@@ -144,10 +145,7 @@ function searchError(error: unknown, pattern: string, file: string): ToolError {
       "grep.pattern_too_slow",
       `The pattern ${pattern} took longer than ${GREP_TIME_LIMIT_MS} ms (stopped while searching ${file}); simplify it — fewer and smaller counted repetitions such as {0,50} — or narrow path/glob.`,
     );
-  return new ToolError(
-    "grep.failed",
-    `The search for ${pattern} failed in ${file}: ${(error as Error).message}`,
-  );
+  return new ToolError("grep.failed", `The search for ${pattern} failed in ${file}: ${errorMessage(error)}`);
 }
 
 async function* single(file: string) {

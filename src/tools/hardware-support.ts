@@ -1,5 +1,6 @@
 import { ToolError } from "../core/tool-error.js";
 import type { HardwareService } from "../hardware/hardware-service.js";
+import { errorCode, errorMessage } from "../lib/errors.js";
 import type { ToolContext } from "./context.js";
 
 /** The hardware service, or a ToolError when the feature isn't running. */
@@ -33,8 +34,8 @@ export function parseNumber(value: number | string, field: string): number {
 /** A device failure as a ToolError the model can read, keeping ToolErrors as they are. */
 export function deviceError(error: unknown, code: string, what: string): ToolError {
   if (error instanceof ToolError) return error;
-  const errno = (error as NodeJS.ErrnoException).code;
-  return new ToolError(code, `${what} failed${errno ? ` (${errno})` : ""}: ${(error as Error).message}`);
+  const errno = errorCode(error);
+  return new ToolError(code, `${what} failed${errno ? ` (${errno})` : ""}: ${errorMessage(error)}`);
 }
 
 /** Asks for approval as a `risk: high` action (writes), whatever the tool's own risk. */

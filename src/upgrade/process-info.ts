@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { errorCode } from "../lib/errors.js";
 
 /** The environment a running process started with (Linux /proc), or null when it can't be read. */
 export function environmentOf(pid: number): NodeJS.ProcessEnv | null {
@@ -31,7 +32,7 @@ export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    return errorCode(error) === "EPERM";
   }
   try {
     return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));

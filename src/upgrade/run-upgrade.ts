@@ -12,7 +12,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
-import { errorMessage } from "../lib/errors.js";
+import { errorCode, errorMessage } from "../lib/errors.js";
 import { moveDatabaseAside, restoreDatabase } from "../store/restore.js";
 import { carryOver, unansweredSince } from "./carry-over.js";
 import { syntheticTurn, type TurnCheck, waitReady } from "./checks.js";
@@ -392,7 +392,7 @@ function lock(dataDir: string): () => void {
       closeSync(descriptor);
       return () => rmSync(file, { force: true });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      if (errorCode(error) !== "EEXIST") throw error;
       const holder = Number(readFileSync(file, "utf8"));
       if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
         throw new UpgradeError(

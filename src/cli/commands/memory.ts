@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { AgentDirectory } from "../../core/agents.js";
 import { ownerIdentity } from "../../core/identity.js";
+import { errorMessage } from "../../lib/errors.js";
 import { silentLogger } from "../../log/logger.js";
 import { createMemoryService } from "../../memory/create-memory-service.js";
 import { MEMORY_CATEGORIES, type MemoryCategory, type MemoryRecord } from "../../memory/types.js";
@@ -38,7 +39,7 @@ export const run: CliCommand = async (argv, env) => {
   try {
     parsed = parse(argv);
   } catch (error) {
-    env.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
+    env.stderr.write(`${errorMessage(error)}\n${USAGE}\n`);
     return 2;
   }
   const { values, positionals } = parsed;

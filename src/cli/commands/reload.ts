@@ -1,4 +1,5 @@
 import { describeReloadOutcome, type ReloadOutcome, readReloadOutcome } from "../../app/reload-result.js";
+import { errorMessage } from "../../lib/errors.js";
 import { checkTriggerPredicates } from "../../triggers/check-predicates.js";
 import { runningInstance } from "../../upgrade/instance.js";
 import type { CliCommand } from "../cli-env.js";
@@ -36,7 +37,7 @@ export const run: CliCommand = async (argv, env) => {
     process.kill(instance.pid, "SIGHUP");
   } catch (error) {
     env.stderr.write(
-      `Could not signal Magpie (pid ${instance.pid}): ${(error as Error).message} — run magpie reload as the user Magpie runs as.\n`,
+      `Could not signal Magpie (pid ${instance.pid}): ${errorMessage(error)} — run magpie reload as the user Magpie runs as.\n`,
     );
     return 1;
   }

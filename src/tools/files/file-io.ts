@@ -1,6 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { createTwoFilesPatch } from "diff";
+import { errorCode } from "../../lib/errors.js";
 import type { ToolContext } from "../context.js";
 import { ToolError } from "../define-tool.js";
 
@@ -20,7 +21,7 @@ export async function readTextIfExists(file: string): Promise<string | null> {
   try {
     return await fs.readFile(file, "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    if (errorCode(error) === "ENOENT") return null;
     throw error;
   }
 }
