@@ -46,4 +46,4 @@ export const deliverySchema = z
     /** A delivery still failing this long after it was queued is undeliverable and fails over. */
     failoverAfterSecs: positiveInt.default(600),
   })
-  .default({ fallback: [], failoverAfterSecs: 600 });
+  .prefault({});
