@@ -2,45 +2,20 @@ import { z } from "zod";
 import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
 
-const totalsRows = row(
-  z.object({
-    calls: z.number().nullable(),
-    prompt: z.number().nullable(),
-    completion: z.number().nullable(),
-    estimated: z.number().nullable(),
-    cost: z.number().nullable(),
-    unpriced: z.number().nullable(),
-  }),
-  "TotalsRow",
-);
-const byModelRows = row(
-  z
-    .object({
-      calls: z.number().nullable(),
-      prompt: z.number().nullable(),
-      completion: z.number().nullable(),
-      estimated: z.number().nullable(),
-      cost: z.number().nullable(),
-      unpriced: z.number().nullable(),
-    })
-    .extend(z.object({ model: z.string(), kind: z.string() }).shape),
-  "usage-summary",
-);
+/** The sums every usage query selects (SQLite's SUM is NULL over no rows). */
+const totals = z.object({
+  calls: z.number().nullable(),
+  prompt: z.number().nullable(),
+  completion: z.number().nullable(),
+  estimated: z.number().nullable(),
+  cost: z.number().nullable(),
+  unpriced: z.number().nullable(),
+});
+const totalsRows = row(totals, "llm_usage totals");
+const byModelRows = row(totals.extend({ model: z.string(), kind: z.string() }), "llm_usage by model");
 const byOriginRows = row(
-  z
-    .object({
-      calls: z.number().nullable(),
-      prompt: z.number().nullable(),
-      completion: z.number().nullable(),
-      estimated: z.number().nullable(),
-      cost: z.number().nullable(),
-      unpriced: z.number().nullable(),
-    })
-    .extend(
-      z.object({ origin_key: z.string(), job_id: z.number().nullable(), job_name: z.string().nullable() })
-        .shape,
-    ),
-  "usage-summary",
+  totals.extend({ origin_key: z.string(), job_id: z.number().nullable(), job_name: z.string().nullable() }),
+  "llm_usage by origin",
 );
 
 /** Sums over a set of ledger rows. */
