@@ -4,7 +4,7 @@ import { z } from "zod";
 import { row } from "../lib/row.js";
 import type { Db } from "../store/database.js";
 
-const records = row(z.record(z.string(), z.unknown()), "Record");
+const records = row(z.record(z.string(), z.unknown()), "dashboard change fingerprint");
 
 /** How often an open page's event stream looks for changes (one small aggregate query). */
 const POLL_MS = 1_000;

@@ -17,7 +17,7 @@ const approvalRows = row(
     decided_at: z.number().nullable(),
     decided_by: z.string().nullable(),
   }),
-  "ApprovalRow",
+  "approvals",
 );
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "timeout" | "cancelled";

@@ -16,7 +16,7 @@ const pairingRows = row(
     created_at: z.number(),
     expires_at: z.number(),
   }),
-  "PairingRow",
+  "pairing_codes",
 );
 
 /** Letters A–Z without I and O, digits 2–9: nothing a human confuses when typing it back. */

@@ -12,7 +12,7 @@ const messageRows = row(
     tool_call_id: z.string().nullable(),
     tokens: z.number(),
   }),
-  "MessageRow",
+  "messages",
 );
 const summaryRow = row(z.object({ summary: z.string().nullable() }), "history");
 const countRow = row(z.object({ n: z.number(), t: z.number() }), "history");

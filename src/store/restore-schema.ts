@@ -6,7 +6,7 @@ import type { Migration } from "./migrations/index.js";
 
 const schemaObjects = row(
   z.object({ type: z.string(), name: z.string(), tbl_name: z.string(), sql: z.string().nullable() }),
-  "SchemaObject",
+  "sqlite_master",
 );
 
 /** A row of `sqlite_master`: every table, index, view and trigger a database holds, with the SQL that made it. */

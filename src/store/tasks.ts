@@ -18,7 +18,7 @@ const taskRows = row(
     started_at: z.number(),
     finished_at: z.number().nullable(),
   }),
-  "TaskRow",
+  "tasks",
 );
 
 export type TaskStatus = "running" | "done" | "failed" | "timeout" | "cancelled" | "interrupted";

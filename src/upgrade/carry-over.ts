@@ -12,7 +12,7 @@ const unansweredMessages = row(
     payload: z.string(),
     received_at: z.number(),
   }),
-  "UnansweredMessage",
+  "inbox unanswered",
 );
 
 /** An inbound message the failed release took in and did not answer. */

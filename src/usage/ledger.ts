@@ -5,7 +5,7 @@ import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
 import type { OriginIds } from "./origin-keys.js";
 
-const spentRows = row(z.object({ tokens: z.number(), usd: z.number() }), "Spent");
+const spentRows = row(z.object({ tokens: z.number(), usd: z.number() }), "llm_usage spend");
 
 /** One LLM request as the ledger keeps it. */
 export interface UsageEntry extends OriginIds {

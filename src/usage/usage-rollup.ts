@@ -17,7 +17,7 @@ const ledgerRows = row(
     estimated: z.number(),
     cost_usd: z.number().nullable(),
   }),
-  "LedgerRow",
+  "llm_usage",
 );
 
 interface LedgerRow {

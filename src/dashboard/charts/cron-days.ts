@@ -10,7 +10,7 @@ const runRows = row(
     status: z.enum(["running", "ok", "error", "timeout", "skipped", "missed"]),
     at: z.number(),
   }),
-  "RunRow",
+  "cron_runs",
 );
 
 /** One job's day: how many of its slots ran, failed, were missed or skipped. */

@@ -19,7 +19,7 @@ const auditRows = row(
     error_code: z.string().nullable(),
     duration_ms: z.number(),
   }),
-  "AuditRow",
+  "audit",
 );
 
 const LIMIT = 100;

@@ -24,7 +24,7 @@ const problemRunRows = row(
     durationMs: z.number().nullable(),
     output: z.string().nullable(),
   }),
-  "ProblemRun",
+  "cron_runs problem",
 );
 const failedMessageRows = row(
   z.object({
@@ -35,7 +35,7 @@ const failedMessageRows = row(
     at: z.number(),
     preview: z.string(),
   }),
-  "FailedMessage",
+  "inbox failed",
 );
 const inboxDepthRow = row(
   z.object({ waiting: z.number().nullable(), running: z.number().nullable() }),

@@ -15,7 +15,7 @@ const sessionRows = row(
     messages: z.number(),
     tokens: z.number().nullable(),
   }),
-  "SessionRow",
+  "sessions",
 );
 const receivedRows = row(
   z.object({
