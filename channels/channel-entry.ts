@@ -31,6 +31,8 @@ export interface ChannelEntry<Name extends string = string, Schema extends z.Zod
   name: Name;
   /** How people write it in prose: "Telegram". */
   label: string;
+  /** What is wrong with a chat id written in config (a delivery fallback path), or null; absent: any id. */
+  chatIdProblem?(chatId: string): string | null;
   /** The `channels.<name>` section; it spreads `channelAccessKeys`. */
   schema: Schema;
   /** Environment variables that fill keys of the section when the file leaves them unset (`key`: dotted, `imap.password`). */

@@ -42,6 +42,13 @@ export type EmailConfig = z.output<typeof emailSchema>;
 export const emailChannel = defineChannel({
   name: "email",
   label: "E-mail",
+  // A chat id is the address mail goes to.
+  chatIdProblem: (chatId) => {
+    const at = chatId.indexOf("@");
+    return at <= 0 || at === chatId.length - 1
+      ? `"${chatId.slice(0, 80)}" is not an e-mail address — write "email:me@example.org".`
+      : null;
+  },
   schema: emailSchema,
   // One password for both servers is the common case (an app password); the file can set each apart.
   env: [

@@ -171,10 +171,7 @@ export function createMetrics(sources: MetricsSources): MagpieMetrics {
       if (!db.open) return;
       for (const row of failoverCounts.all(failoverRows.all())) {
         const kind = row.path === null ? "none" : (row.path.split(":")[0] ?? "none");
-        const path =
-          kind === "ntfy" || kind === "pushover" || kind === "email" || kind === "none"
-            ? kind
-            : label.channel(kind);
+        const path = kind === "ntfy" || kind === "pushover" || kind === "none" ? kind : label.channel(kind);
         this.inc({ path }, row.n);
       }
     },

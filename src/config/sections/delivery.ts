@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { channelEntry } from "../../../channels/catalog.js";
 import { positiveInt } from "./common.js";
 
 /**
@@ -22,12 +23,14 @@ export function parseFallbackEntry(
       error: `"${channel.slice(0, 40)}" is not a channel name — write "<channel>:<chatId>" with a lower-case channel such as telegram or matrix.`,
     };
   }
-  if (channel === "email") {
-    const at = chatId.indexOf("@");
-    if (at <= 0 || at === chatId.length - 1 || chatId.includes(" ")) {
-      return { error: `"${chatId.slice(0, 80)}" is not an e-mail address — write "email:me@example.org".` };
-    }
+  if (chatId.length === 0 || /\s/.test(chatId)) {
+    return {
+      error: `"${chatId.slice(0, 80)}" is not a chat id — write "<channel>:<chatId>" without spaces.`,
+    };
   }
+  // The channel's own rule for its chat ids (the e-mail channel's is an address), from the catalog.
+  const problem = channelEntry(channel)?.chatIdProblem?.(chatId);
+  if (problem) return { error: problem };
   return { kind: "chat", channel, chatId };
 }
 
