@@ -104,7 +104,7 @@ export async function startServers(): Promise<Servers> {
 /** The owner's team group is a configured group the bot may post to (as `channels.<name>.groups` makes it). */
 const teamGroupFeature: MagpieFeature = {
   name: "bench-team-group",
-  setup(app) {
+  setup(_config, app) {
     app.services.authority = {
       roleOf: () => "owner",
       mayDeliver: (current, target) =>

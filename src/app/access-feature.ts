@@ -9,22 +9,20 @@ import type { MagpieFeature } from "./feature.js";
 export const accessFeature: MagpieFeature = {
   name: "access",
   provides: ["access", "authority"],
-  setup(app) {
+  setup(config, app) {
     const pairing = new PairingStore(app.store.db, app.clock);
-    const authority = new Authority(app.config, pairing, app.store.db);
-    const access = new ChannelAccessControl(app.config, pairing, authority);
+    const authority = new Authority(config, pairing, app.store.db);
+    const access = new ChannelAccessControl(config, pairing, authority);
     app.services.authority = authority;
-    app.commands.register(
-      pairCommand({
-        pairing,
-        access,
-        messenger: app.messenger,
-        pairable: CHANNEL_ENTRIES.filter((entry) => entry.pairing).map((entry) => entry.name),
-      }),
-    );
     app.services.pairing = pairing;
     // The attachment_save tool downloads through the adapter a message came from.
     app.services.channels = app.channels;
-    return { access, authority };
+    const pair = pairCommand({
+      pairing,
+      access,
+      messenger: app.messenger,
+      pairable: CHANNEL_ENTRIES.filter((entry) => entry.pairing).map((entry) => entry.name),
+    });
+    return { access, authority, commands: [pair] };
   },
 };

@@ -6,15 +6,15 @@ import type { MagpieFeature } from "./feature.js";
  */
 export const browserFeature: MagpieFeature = {
   name: "browser",
-  async setup(app) {
-    if (!app.config.browser.enabled) return;
+  async setup(config, app) {
+    if (!config.browser.enabled) return;
     const [{ BrowserService }, { SafeHttpClient }] = await Promise.all([
       import("../browser/browser-service.js"),
       import("../security/safe-http.js"),
     ]);
     const guard =
-      app.services.safeHttp ?? new SafeHttpClient({ allowHosts: app.config.security.ssrf.allowHosts });
-    const service = new BrowserService({ config: app.config.browser, guard });
+      app.services.safeHttp ?? new SafeHttpClient({ allowHosts: config.security.ssrf.allowHosts });
+    const service = new BrowserService({ config: config.browser, guard });
     app.services.browser = service;
     return {
       stop: () => service.close(),

@@ -1,3 +1,4 @@
+import { createPages } from "../http/server.js";
 import type { MagpieFeature } from "./feature.js";
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
@@ -8,8 +9,8 @@ const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
  */
 export const dashboardFeature: MagpieFeature = {
   name: "dashboard",
-  async setup(app) {
-    const { http } = app.config;
+  async setup(config, app) {
+    const { http } = config;
     if (!http.dashboard.enabled || !http.dashboard.token) return;
     const [{ mountDashboard }, { WebChannel }] = await Promise.all([
       import("../dashboard/create-dashboard.js"),
@@ -19,26 +20,27 @@ export const dashboardFeature: MagpieFeature = {
     const deps = {
       token: http.dashboard.token,
       store: app.store,
-      timezone: app.config.timezone,
+      timezone: config.timezone,
       channels: () => app.channels,
       approvals: () => app.services.approvals,
       questions: () => app.services.questions,
       scheduler: () => app.services.scheduler,
       memory: () => app.services.memory,
       // The app's directory: a reload that renames the agents moves the memory page with it.
-      defaultAgent: () => app.agents.defaultAgent,
+      defaultAgent: () => app.agent.directory.defaultAgent,
       clock: app.clock,
       appId: app.events.app,
       startedAt: app.clock.now(),
       modelChain: () =>
-        app.model
-          ? { primary: app.config.llm.model, fallbacks: app.config.llm.fallbacks.map((entry) => entry.model) }
+        app.agent.model
+          ? { primary: config.llm.model, fallbacks: config.llm.fallbacks.map((entry) => entry.model) }
           : null,
       // The probe the app ran at start-up (cached per process): the same answer /status gives.
-      sandbox: async () => (await import("../security/sandbox.js")).sandboxStatus(app.config.tools.shell),
-      budgets: () => app.config.budgets,
+      sandbox: async () => (await import("../security/sandbox.js")).sandboxStatus(config.tools.shell),
+      budgets: () => config.budgets,
     };
-    const dashboard = mountDashboard(app.httpApp, deps, webChat);
+    const pages = createPages();
+    const dashboard = mountDashboard(pages, deps, webChat);
     if (!LOOPBACK_HOSTS.has(http.host)) {
       app.logger.warn(
         { host: http.host, port: http.port },
@@ -46,6 +48,6 @@ export const dashboardFeature: MagpieFeature = {
       );
     }
     app.logger.info("dashboard-enabled");
-    return { channels: [webChat], stop: () => dashboard.stop() };
+    return { pages, channels: [webChat], stop: () => dashboard.stop() };
   },
 };

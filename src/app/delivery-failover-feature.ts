@@ -1,22 +1,22 @@
 import { magpieEvents } from "../core/events.js";
 import { DeliveryFailover } from "../notify/delivery-failover.js";
-import { type AppContext, defineFeature, type MagpieFeature } from "./feature.js";
+import { defineFeature, type MagpieFeature } from "./feature.js";
 
 /** Wires DeliveryFailover to the app's delivery events (one line in app/features.ts). */
 export const deliveryFailoverFeature: MagpieFeature = defineFeature({
   name: "delivery-failover",
   uses: ["authority"],
-  setup(app: AppContext) {
+  setup(config, app) {
     const logger = app.logger.child({ component: "delivery-failover" });
     const failover = new DeliveryFailover({
       store: app.store,
       logger,
       clock: app.clock,
       events: app.events,
-      settings: () => app.config.delivery,
+      settings: () => config.delivery,
       notifier: () => app.services.notifier,
       adapters: () => app.channels,
-      authority: () => app.authority(),
+      authority: () => app.ports.authority(),
     });
     const onError = (error: unknown) => logger.error({ err: error }, "delivery-failover-failed");
     const unsubscribe = magpieEvents.delivery.subscribe(

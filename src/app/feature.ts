@@ -7,7 +7,7 @@ import type { AgentDirectory } from "../core/agents.js";
 import type { ApprovalGate } from "../core/approvals.js";
 import type { SessionNote } from "../core/chat-turns.js";
 import type { Clock } from "../core/clock.js";
-import type { CommandRegistry } from "../core/commands.js";
+import type { SlashCommand } from "../core/commands.js";
 import type { EventPublisher } from "../core/events.js";
 import type { AgentHooks } from "../core/hooks.js";
 import type { AuthorityPort } from "../core/identity.js";
@@ -18,7 +18,6 @@ import type { ButtonHandler, ChannelAdapter } from "../core/types.js";
 import type { HttpHandler, HttpRoutes } from "../http/routes.js";
 import type { HttpApp } from "../http/server.js";
 import type { ChatModel } from "../llm/types.js";
-import type { Redactor } from "../log/redact.js";
 import type { Notifier } from "../notify/pushover.js";
 import type { Store } from "../store/index.js";
 import type { ToolServices } from "../tools/context.js";
@@ -27,9 +26,34 @@ import type { ToolRegistry } from "../tools/registry.js";
 // The ports live beside their users; re-exported for modules that still import them from here.
 export type { AgentRunner, ButtonHandler, HttpHandler, HttpRoutes, Messenger };
 
-/** What a feature sees while it sets itself up. */
-export interface AppContext {
-  config: MagpieConfig;
+/** The ports other features provide, read at use (a feature `uses` them, so their provider is set up first). */
+export interface ProvidedPorts {
+  /** Who is an owner: the access feature's (console-only until it is set up). */
+  authority(): AuthorityPort;
+  /** The budget check and usage ledger: the usage feature's (null without it). */
+  spend(): SpendPort | null;
+}
+
+/** The agent core as features reach it: isolated turns, the agent directory and the chat model. */
+export interface AgentAccess extends AgentRunner {
+  /** The named agents and routes (the app's one directory: a config reload updates it). */
+  directory: AgentDirectory;
+  /** Null when no LLM is configured (no-LLM mode). */
+  model: ChatModel | null;
+}
+
+/** The outbox and session notes, usable while features set up (before the router exists). */
+export interface AppMessenger extends Messenger {
+  /** Puts a note into a session (an event); it starts a follow-up turn there. Returns the inbox id. */
+  note(note: SessionNote): number;
+}
+
+/**
+ * What a feature is handed besides the config (`setup(config, deps)`): the app's shared parts. What a feature adds
+ * (commands, routes, ports, hooks) it returns in its contribution; nothing here is written by a feature except the
+ * `services` bag handed to tools.
+ */
+export interface FeatureDeps {
   logger: Logger;
   /** The app's time source: features hand it to everything they build that reads the time. */
   clock: Clock;
@@ -39,28 +63,25 @@ export interface AppContext {
    */
   events: EventPublisher;
   store: Store;
-  redactor: Redactor;
-  commands: CommandRegistry;
+  /** The tool registry (MCP adds and removes its servers' tools as they come and go). */
   tools: ToolRegistry;
   /** Services handed to tools (`context.services`); features add theirs by name. The notifier is the app's own. */
   services: ToolServices & { notifier: Notifier };
-  http: HttpRoutes;
-  /** The Hono app behind `http`, for features that serve pages (the dashboard). */
-  httpApp: HttpApp;
-  messenger: Messenger;
-  /** Puts a note into a session (an event); it starts a follow-up turn there. Returns the inbox id. */
-  note(note: SessionNote): number;
-  agent: AgentRunner;
-  /** Null when no LLM is configured (no-LLM mode). */
-  model: ChatModel | null;
-  /** The named agents and routes (the app's one directory: a config reload updates it). */
-  agents: AgentDirectory;
+  messenger: AppMessenger;
+  agent: AgentAccess;
   /** Channel adapters by name, filled before features start. */
   channels: ReadonlyMap<string, ChannelAdapter>;
-  /** Who is an owner: the access feature's (which every feature that `uses: ["authority"]` is set up after). */
-  authority(): AuthorityPort;
-  /** The budget check and usage ledger: the usage feature's (null without it). */
-  spend(): SpendPort | null;
+  ports: ProvidedPorts;
+}
+
+/** @deprecated name kept for modules that still import it: the deps a feature is handed. */
+export type AppContext = FeatureDeps;
+
+/** A node-style HTTP route a feature serves (webhooks). */
+export interface RouteSpec {
+  method: "GET" | "POST";
+  path: string;
+  handler: HttpHandler;
 }
 
 /**
@@ -96,6 +117,12 @@ export interface Contribution {
   interceptors?: MessageInterceptor[];
   /** Channel adapters the feature owns (the dashboard's web chat); started with the others. */
   channels?: ChannelAdapter[];
+  /** Chat commands the feature adds (registered before the core is built). */
+  commands?: SlashCommand[];
+  /** Node-style HTTP routes (webhooks) on the one server. */
+  routes?: RouteSpec[];
+  /** A Hono sub-app (pages, /metrics) mounted at the server's root: built alone, then mounted (`app.route`). */
+  pages?: HttpApp;
   /** Runs when the app stops (reverse order of contribution). */
   stop?(): void | Promise<void>;
   /** Runs in the background shortly after the app is ready (work that must not delay ready). */
@@ -115,15 +142,15 @@ export interface MagpieFeature {
   uses?: PortName[];
   /** Ports the feature's contribution (or `services`) provides. */
   provides?: PortName[];
-  setup(app: AppContext): void | Contribution | Promise<void | Contribution>;
+  setup(config: MagpieConfig, deps: FeatureDeps): void | Contribution | Promise<void | Contribution>;
   /** Called after channels are connected (start schedulers and other background work here). */
-  start?(app: AppContext): void | Contribution | Promise<void | Contribution>;
+  start?(config: MagpieConfig, deps: FeatureDeps): void | Contribution | Promise<void | Contribution>;
   /**
    * A valid new config is being applied live (`magpie reload`, SIGHUP, the file changed): take over what changed
-   * under this feature's keys. `app.config` reads the new values (it is the live config's view); `change` holds
-   * both. Throwing marks the reload as partly failed (logged and reported), it never stops the bot.
+   * under this feature's keys. `config` reads the new values (it is the live config's view); `change` holds both.
+   * Throwing marks the reload as partly failed (logged and reported), it never stops the bot.
    */
-  reload?(app: AppContext, change: ConfigChange): void | Promise<void>;
+  reload?(config: MagpieConfig, deps: FeatureDeps, change: ConfigChange): void | Promise<void>;
 }
 
 /** Declares a feature (a typed identity: the shape is checked where it is written). */

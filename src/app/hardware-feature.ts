@@ -1,6 +1,5 @@
 import type { HardwarePorts } from "../hardware/hardware-service.js";
 import { ConfigError } from "../lib/errors.js";
-import { createPushoverNotifier } from "../notify/pushover.js";
 import type { MagpieFeature } from "./feature.js";
 
 /**
@@ -11,10 +10,10 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
   return {
     name: "hardware",
     provides: ["hardware"],
-    async setup(app) {
-      const { hardware } = app.config;
+    async setup(config, app) {
+      const { hardware } = config;
       if (hardware.boards.length === 0) return;
-      const { pushover } = app.config.notify;
+      const { pushover } = config.notify;
       const needsPushover = hardware.watch.some((watch) => watch.notify.pushover);
       if (needsPushover && !(pushover.token && pushover.user))
         throw new ConfigError([
@@ -33,12 +32,12 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
           notifier,
           tools: app.tools,
           agent: app.agent,
-          authority: () => app.authority(),
+          authority: () => app.ports.authority(),
           logger: app.logger.child({ module: "hardware" }),
           maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength ?? 4_000,
         }),
         pushoverConfigured: notifier.configured,
-        notes: (note) => void app.note(note),
+        notes: (note) => void app.messenger.note(note),
         kv: app.store.kv,
         logger: app.logger.child({ module: "hardware" }),
         now: () => new Date(app.clock.now()),
@@ -59,10 +58,10 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
         onSessionReset: (sessionKey) => service.serial.closeOwnedBy(sessionKey),
       };
     },
-    async start(app) {
+    async start(config, app) {
       const service = app.services.hardware;
       if (!service) return;
-      for (const watch of app.config.hardware.watch) {
+      for (const watch of config.hardware.watch) {
         const channel = watch.notify.channel;
         if (channel !== undefined && !app.channels.has(channel))
           app.logger.error({ pin: watch.pin, channel }, "hardware-watch-channel-not-connected");

@@ -1,3 +1,4 @@
+import type { MagpieConfig } from "../config/schema.js";
 import { mcpCommand } from "../mcp/mcp-command.js";
 import type { McpManager } from "../mcp/mcp-manager.js";
 import type { McpServerStatus } from "../mcp/mcp-status.js";
@@ -19,29 +20,28 @@ export const mcpTiming = { backoffMs: 1_000 };
 export const mcpFeature: MagpieFeature = {
   name: "mcp",
   provides: ["skills"],
-  setup(app) {
+  setup(config, app) {
     const logger = app.logger.child({ component: "skills" });
     const catalog = new SkillCatalog({
-      dirs: skillDirs(app.config.workspace, app.config.skills.dirs),
+      dirs: skillDirs(config.workspace, config.skills.dirs),
       // Skills are read as the file tools read: the same scope, level and Magpie-state list.
-      guard: { scope: () => scopeOf(app.config), level: () => app.config.security.level },
+      guard: { scope: () => scopeOf(config), level: () => config.security.level },
       onProblem: (problem) => logger.warn(problem, "skill-invalid"),
       onRefused: (refusal) => logger.warn(refusal, "skill-refused"),
       // Pinned skills: read per scan, so a reloaded skills.requireApproval applies at once.
       approval: {
-        required: () => app.config.skills.requireApproval,
+        required: () => config.skills.requireApproval,
         approvals: new SkillApprovals(app.store.db),
       },
     });
     app.services.skills = catalog;
     // Read at each turn: a reloaded security.guestToolSet decides whether guests see the skills.
     const guestsMayRead = () =>
-      app.tools.resolveToolSet(app.config.security.guestToolSet).includes("invoke_skill");
-    app.commands.register(skillsCommand(catalog));
+      app.tools.resolveToolSet(config.security.guestToolSet).includes("invoke_skill");
 
     // Header values and env values are secrets more often than not: redacted from logs, results and requests.
-    redactHeaders(app);
-    const servers = () => app.config.mcpServers;
+    redactHeaders(config, app);
+    const servers = () => config.mcpServers;
     let manager: Promise<McpManager> | null = null;
     const ensure = () => {
       manager ??= import("../mcp/mcp-manager.js").then(({ McpManager }) => {
@@ -49,7 +49,7 @@ export const mcpFeature: MagpieFeature = {
           servers: servers(),
           tools: app.tools,
           logger: app.logger.child({ component: "mcp" }),
-          workspace: app.config.workspace,
+          workspace: config.workspace,
           backoffMs: mcpTiming.backoffMs,
         });
         created.start();
@@ -70,8 +70,8 @@ export const mcpFeature: MagpieFeature = {
         restarts: 0,
         lastError: null,
       }));
-    app.commands.register(mcpCommand(statuses));
     return {
+      commands: [skillsCommand(catalog), mcpCommand(statuses)],
       hooks: [
         {
           recall: async ({ role }) =>
@@ -80,12 +80,12 @@ export const mcpFeature: MagpieFeature = {
       ],
     };
   },
-  start(app) {
+  start(config, app) {
     const state = mcpState.get(app);
     if (!state) return;
     return {
       // After ready and not awaited: start-up waits neither for the SDK to load nor for any server.
-      ...(anyEnabled(app)
+      ...(anyEnabled(config)
         ? {
             afterReady: async () => {
               await state
@@ -104,30 +104,30 @@ export const mcpFeature: MagpieFeature = {
    * `mcpServers` reloaded: new servers start, removed or disabled ones stop (their tools leave the registry), changed
    * ones restart; the SDK loads with the first server ever enabled.
    */
-  async reload(app, change) {
+  async reload(config, app, change) {
     if (!change.touches("mcpServers")) return;
     const state = mcpState.get(app);
     if (!state) return;
-    redactHeaders(app);
+    redactHeaders(config, app);
     const running = state.current();
-    if (!running && !anyEnabled(app)) return;
+    if (!running && !anyEnabled(config)) return;
     const manager = await (running ?? state.ensure());
     if (!running) {
-      app.logger.info({ started: Object.keys(app.config.mcpServers) }, "mcp-reloaded");
+      app.logger.info({ started: Object.keys(config.mcpServers) }, "mcp-reloaded");
       return;
     }
-    const result = await manager.reload(app.config.mcpServers);
+    const result = await manager.reload(config.mcpServers);
     app.logger.info(result, "mcp-reloaded");
   },
 };
 
-function anyEnabled(app: AppContext): boolean {
-  return Object.values(app.config.mcpServers).some((server) => server.enabled);
+function anyEnabled(config: MagpieConfig): boolean {
+  return Object.values(config.mcpServers).some((server) => server.enabled);
 }
 
-function redactHeaders(app: AppContext): void {
-  for (const server of Object.values(app.config.mcpServers))
-    app.redactor.add(...Object.values(server.headers).filter((value) => value.length >= 8));
+function redactHeaders(config: MagpieConfig, app: AppContext): void {
+  for (const server of Object.values(config.mcpServers))
+    app.services.redactor.add(...Object.values(server.headers).filter((value) => value.length >= 8));
 }
 
 const mcpState = new WeakMap<

@@ -7,20 +7,20 @@ import type { MagpieFeature } from "./feature.js";
 export const memoryFeature: MagpieFeature = {
   name: "memory",
   provides: ["memory"],
-  setup(app) {
+  setup(config, app) {
     const logger = app.logger.child({ component: "memory" });
-    const service = createMemoryService(app.config, app.store.db, logger, app.clock);
+    const service = createMemoryService(config, app.store.db, logger, app.clock);
     // The app's directory: a reload's new agents and routes reach recall and /memory too.
-    const directory = app.agents;
+    const directory = app.agent.directory;
     app.services.memory = service;
-    app.commands.register(...memoryCommands(service, directory));
     return {
+      commands: memoryCommands(service, directory),
       warmUp: () => service.repository.warm(),
-      hooks: [memoryHooks(service, app.config, directory, logger)],
+      hooks: [memoryHooks(service, config, directory, logger)],
       stop: () => service.close(),
     };
   },
-  start(app) {
+  start(_config, app) {
     app.services.memory?.startBackgroundIndexing();
   },
 };

@@ -1,5 +1,7 @@
 import { isChatChannel } from "../../channels/catalog.js";
+import type { MagpieConfig } from "../config/schema.js";
 import type { RegisteredNames } from "../http/metrics-labels.js";
+import { createPages } from "../http/server.js";
 import type { AppContext, MagpieFeature } from "./feature.js";
 
 /**
@@ -8,8 +10,8 @@ import type { AppContext, MagpieFeature } from "./feature.js";
  */
 export const metricsFeature: MagpieFeature = {
   name: "metrics",
-  async setup(app) {
-    const settings = app.config.http.metrics;
+  async setup(config, app) {
+    const settings = config.http.metrics;
     if (!settings.enabled) return;
     const { createMetrics, registerMetricsRoute } = await import("../http/metrics.js");
     const logger = app.logger.child({ component: "metrics" });
@@ -17,31 +19,32 @@ export const metricsFeature: MagpieFeature = {
       app: app.events.app,
       db: app.store.db,
       channels: () => app.channels,
-      names: registeredNames(app),
+      names: registeredNames(config, app),
       now: () => app.clock.now(),
       onError: (error) => logger.error({ err: error }, "metrics-subscriber-failed"),
     });
-    registerMetricsRoute(app.httpApp, metrics, {
+    const pages = createPages();
+    registerMetricsRoute(pages, metrics, {
       ...(settings.token ? { token: settings.token } : {}),
       logger,
     });
-    return { stop: () => metrics.close() };
+    return { pages, stop: () => metrics.close() };
   },
 };
 
 /** What the app registered, read when an event comes (the registry and the config change at run time). */
-function registeredNames(app: AppContext): RegisteredNames {
+function registeredNames(config: MagpieConfig, app: AppContext): RegisteredNames {
   return {
     tool: (name) => app.tools.get(name) !== undefined,
     channel: (name) => isChatChannel(name) || app.channels.has(name),
-    model: (name) => configuredModels(app).has(name),
-    trigger: (name) => Object.hasOwn(app.config.triggers, name),
+    model: (name) => configuredModels(config, app).has(name),
+    trigger: (name) => Object.hasOwn(config.triggers, name),
   };
 }
 
 /** Every model name the config gives, as LLM calls report them (src/voice, src/media: their defaults). */
-function configuredModels(app: AppContext): Set<string> {
-  const { config, agents } = app;
+function configuredModels(config: MagpieConfig, app: AppContext): Set<string> {
+  const agents = app.agent.directory;
   const { llm } = config;
   return new Set<string>([
     llm.model,

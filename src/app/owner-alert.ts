@@ -2,7 +2,6 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { ReplyTarget } from "../core/types.js";
 import { row } from "../lib/row.js";
-import { createPhoneNotifier } from "../notify/phone.js";
 import type { AppContext } from "./feature.js";
 
 const ownerChats = row(
@@ -34,7 +33,7 @@ export function ownerAlerter(app: AppContext, logger: Logger): (alert: OwnerAler
         )
         .all(),
     );
-    const authority = app.authority();
+    const authority = app.ports.authority();
     const found = rows.find(
       (row) =>
         !(except && row.channel === except.channel && row.chat_id === except.chatId) &&

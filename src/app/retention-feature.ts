@@ -84,9 +84,9 @@ export function startRetention(options: {
 export const retentionFeature: MagpieFeature = {
   name: "retention",
   setup() {},
-  start(app) {
+  start(config, app) {
     const logger = app.logger.child({ component: "retention" });
-    const targets = retentionTargets(app.store.db, app.config.retention, app.config.timezone, app.clock);
+    const targets = retentionTargets(app.store.db, config.retention, config.timezone, app.clock);
     const retention = startRetention({ targets, clock: app.clock, logger });
     return { stop: () => retention.stop() };
   },

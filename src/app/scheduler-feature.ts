@@ -1,7 +1,6 @@
 import type { MagpieConfig } from "../config/schema.js";
 import type { MessagingService } from "../core/messenger.js";
 import { ConfigError } from "../lib/errors.js";
-import { createPhoneNotifier } from "../notify/phone.js";
 import { specOfConfigJob } from "../scheduler/config-jobs.js";
 import { createScheduler } from "../scheduler/create-scheduler.js";
 import { cronCommand } from "../scheduler/cron-command.js";
@@ -15,12 +14,11 @@ export const schedulerFeature: MagpieFeature = {
   name: "scheduler",
   provides: ["scheduler"],
   uses: ["authority"],
-  setup(app) {
-    const { config } = app;
+  setup(config, app) {
     // Every configured phone provider (the app's one notifier): owner alerts go to each, `deliver` picks by name.
     const notifier = app.services.notifier;
     // Read at each use: the access feature installs the real authority whatever the setup order.
-    const authority = () => app.authority();
+    const authority = () => app.ports.authority();
     const scheduler = createScheduler({
       db: app.store.db,
       outbox: app.store.outbox,
@@ -40,7 +38,6 @@ export const schedulerFeature: MagpieFeature = {
     };
     app.services.scheduler = scheduler;
     app.services.messaging = messaging;
-    app.commands.register(cronCommand(scheduler));
 
     try {
       const counts = scheduler.syncFromConfig(config.cron.jobs.map(specOfConfigJob));
@@ -49,9 +46,9 @@ export const schedulerFeature: MagpieFeature = {
       if (error instanceof SchedulerError) throw new ConfigError([error.message]);
       throw error;
     }
-    return { stop: () => scheduler.stop() };
+    return { commands: [cronCommand(scheduler)], stop: () => scheduler.stop() };
   },
-  start(app) {
+  start(_config, app) {
     app.services.scheduler?.start();
   },
   /**
@@ -60,15 +57,15 @@ export const schedulerFeature: MagpieFeature = {
    * Every job is checked first, so a bad one changes no job (the reload reports it). Delivery targets are judged
    * by the reloaded access rules (the access feature reloads first).
    */
-  reload(app, change) {
+  reload(config, app, change) {
     const scheduler = app.services.scheduler;
     if (!scheduler) return;
     // `timezone` is restart-only (src/config/config-change.ts): the running zone stays until a restart.
-    if (change.touches("cron")) scheduler.updateSettings(settingsOf(app.config));
+    if (change.touches("cron")) scheduler.updateSettings(settingsOf(config));
     // An allowlist change can make a config job's report chat allowed (or not): the jobs are judged again.
     const judged = change.touches("cron.jobs") || change.touches("channels");
     if (!judged) return;
-    const counts = scheduler.syncFromConfig(app.config.cron.jobs.map(specOfConfigJob));
+    const counts = scheduler.syncFromConfig(config.cron.jobs.map(specOfConfigJob));
     if (counts.added + counts.updated + counts.removed > 0) app.logger.info(counts, "cron-config-synced");
   },
 };

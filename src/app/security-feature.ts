@@ -8,26 +8,26 @@ export const securityFeature: MagpieFeature = {
   name: "security",
   provides: ["approvals"],
   uses: ["authority"],
-  setup(app) {
+  setup(_config, app) {
     const gate = new ChatApprovalGate({
       store: app.store,
       messenger: app.messenger,
       logger: app.logger,
-      redactor: app.redactor,
-      authority: () => app.authority(),
+      redactor: app.services.redactor,
+      authority: () => app.ports.authority(),
       clock: app.clock,
     });
     const questions = new QuestionGate({
       db: app.store.db,
       messenger: app.messenger,
       logger: app.logger,
-      authority: () => app.authority(),
+      authority: () => app.ports.authority(),
       clock: app.clock,
     });
-    app.commands.register(...approvalCommands(gate));
     app.services.approvals = gate;
     app.services.questions = questions;
     return {
+      commands: approvalCommands(gate),
       // Approvals and questions: one port the tool registry asks through.
       approvals: {
         request: (request) => gate.request(request),

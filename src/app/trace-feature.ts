@@ -9,7 +9,7 @@ import type { MagpieFeature } from "./feature.js";
  */
 export const traceFeature: MagpieFeature = {
   name: "trace",
-  setup(app) {
+  setup(_config, app) {
     const trace = new TraceRepository(app.store.db);
     const logger = app.logger.child({ component: "trace" });
     const onError = (error: unknown) => logger.error({ err: error }, "trace-write-failed");

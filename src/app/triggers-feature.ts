@@ -1,6 +1,6 @@
 import { z } from "zod";
+import type { MagpieConfig } from "../config/schema.js";
 import { ConfigError } from "../lib/errors.js";
-import { createPhoneNotifier } from "../notify/phone.js";
 import { SeenSignatures } from "../triggers/seen-signatures.js";
 import type { TriggerDefinition } from "../triggers/trigger.js";
 import type { TriggerRuntime } from "../triggers/trigger-runtime.js";
@@ -23,15 +23,14 @@ export function createTriggersFeature(): MagpieFeature {
     name: "triggers",
     provides: ["triggers"],
     uses: ["authority", "hardware"],
-    async setup(app) {
+    async setup(config, app) {
       const service = new TriggerService({
-        config: () => app.config.triggers,
+        config: () => config.triggers,
         kv: app.store.kv,
-        authority: () => app.authority(),
-        load: (definitions) => loadRuntime(app, definitions),
+        authority: () => app.ports.authority(),
+        load: (definitions) => loadRuntime(config, app, definitions),
       });
       app.services.triggers = service;
-      app.commands.register(triggersCommand(service));
       const webhook = createWebhookHandler(
         {
           secretOf: (name) => service.loaded()?.secretOf(name),
@@ -40,16 +39,17 @@ export function createTriggersFeature(): MagpieFeature {
         new SeenSignatures(app.store.db, MAX_REMEMBERED_SIGNATURES),
         () => app.clock.now(),
       );
-      app.http.route("POST", "/hooks/:name", webhook);
       // Configured triggers are checked now: a bad `when` stops start-up with its key named.
       if (service.hasTriggers()) await service.ready();
       return {
+        commands: [triggersCommand(service)],
+        routes: [{ method: "POST", path: "/hooks/:name", handler: webhook }],
         stop: async () => {
           await service.loaded()?.close();
         },
       };
     },
-    async reload(app, change) {
+    async reload(_config, app, change) {
       const mqttChanged = change.touches("mqtt");
       if (!change.touches("triggers") && !mqttChanged) return;
       const service = app.services.triggers;
@@ -60,12 +60,15 @@ export function createTriggersFeature(): MagpieFeature {
   };
 }
 
-async function loadRuntime(app: AppContext, definitions: TriggerDefinition[]): Promise<TriggerRuntime> {
+async function loadRuntime(
+  config: MagpieConfig,
+  app: AppContext,
+  definitions: TriggerDefinition[],
+): Promise<TriggerRuntime> {
   const { TriggerRuntime } = await import("../triggers/trigger-runtime.js");
   const { createTriggerActions } = await import("../triggers/trigger-actions.js");
   const { createActionRunner } = await import("../scheduler/action-runner.js");
   const { newClientIdPrefix } = await import("../triggers/mqtt-hub.js");
-  const { config } = app;
   const logger = app.logger.child({ module: "triggers" });
   let clientId = app.store.kv.get(MQTT_CLIENT_ID_KEY, z.string());
   if (!clientId) {
@@ -86,7 +89,7 @@ async function loadRuntime(app: AppContext, definitions: TriggerDefinition[]): P
         notifier: app.services.notifier,
         tools: app.tools,
         agent: app.agent,
-        authority: () => app.authority(),
+        authority: () => app.ports.authority(),
         logger,
         maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength ?? 4_000,
       }),

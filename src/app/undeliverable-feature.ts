@@ -12,7 +12,7 @@ const incidentKey = (channel: string, chatId: string) => `undeliverable:${channe
  */
 export const undeliverableFeature: MagpieFeature = {
   name: "undeliverable",
-  setup(app) {
+  setup(_config, app) {
     const { store } = app;
     const logger = app.logger.child({ component: "undeliverable" });
     const onError = (error: unknown) => logger.error({ err: error }, "undeliverable-alert-failed");

@@ -17,8 +17,7 @@ export const usageFeature: MagpieFeature = {
   provides: ["spend"],
   needs: ["notifier"],
   uses: ["memory"],
-  setup(app) {
-    const { config } = app;
+  setup(config, app) {
     const logger = app.logger.child({ component: "usage" });
     const notifier = app.services.notifier;
     const guard = new SpendGuard({
@@ -43,18 +42,16 @@ export const usageFeature: MagpieFeature = {
       };
     }
 
-    warnUnpricedCaps(app.config, logger);
-    app.commands.register(usageCommand(app.store.db, config.timezone, app.clock));
-    return { spend: guard };
+    warnUnpricedCaps(config, logger);
+    return { spend: guard, commands: [usageCommand(app.store.db, config.timezone, app.clock)] };
   },
-  reload(app, change) {
-    const guard = app.spend();
+  reload(config, app, change) {
+    const guard = app.ports.spend();
     // The next LLM call is checked against the new caps and priced with the new prices. Always: the guard must not
     // keep the previous config's sections (test/app/reload-captured.test.ts).
-    if (guard instanceof SpendGuard)
-      guard.update({ budgets: app.config.budgets, prices: app.config.llm.prices });
+    if (guard instanceof SpendGuard) guard.update({ budgets: config.budgets, prices: config.llm.prices });
     if (!change.touches("budgets") && !change.touches("llm.prices")) return;
-    warnUnpricedCaps(app.config, app.logger.child({ component: "usage" }));
+    warnUnpricedCaps(config, app.logger.child({ component: "usage" }));
   },
 };
 

@@ -9,17 +9,16 @@ import type { MagpieFeature } from "./feature.js";
 export const voiceFeature: MagpieFeature = {
   name: "voice",
   uses: ["spend"],
-  setup(app) {
+  setup(config, app) {
     const voice = new VoiceReplies({
-      config: app.config,
+      config: config,
       kv: app.store.kv,
       logger: app.logger.child({ component: "voice" }),
       messenger: app.messenger,
-      spend: () => app.spend(),
-      dir: path.join(app.config.dataDir, "voice"),
+      spend: () => app.ports.spend(),
+      dir: path.join(config.dataDir, "voice"),
       now: () => app.clock.now(),
     });
-    app.commands.register(voice.command());
-    return { hooks: [{ afterReply: (turn) => voice.afterReply(turn) }] };
+    return { commands: [voice.command()], hooks: [{ afterReply: (turn) => voice.afterReply(turn) }] };
   },
 };

@@ -54,6 +54,26 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
     this.maxDelayMs = options.maxDelayMs ?? 5 * 60_000;
   }
 
+  /** Resolves when the outbox item is sent or finally failed ("pending" if `timeoutMs` passes first). */
+  waitForDelivery(outboxId: number, timeoutMs: number): Promise<"sent" | "failed" | "pending"> {
+    const current = this.options.outbox.get(outboxId);
+    if (!current) return Promise.resolve("failed");
+    if (current.status !== "pending") return Promise.resolve(current.status);
+    return new Promise((resolve) => {
+      const finish = (status: "sent" | "failed" | "pending") => {
+        clearTimeout(timer);
+        this.off("delivery-succeeded", onSent);
+        this.off("delivery-failed", onFailed);
+        resolve(status);
+      };
+      const onSent = (item: { id: number }) => item.id === outboxId && finish("sent");
+      const onFailed = (item: { id: number }) => item.id === outboxId && finish("failed");
+      const timer = setTimeout(() => finish("pending"), timeoutMs);
+      this.on("delivery-succeeded", onSent);
+      this.on("delivery-failed", onFailed);
+    });
+  }
+
   start(): void {
     this.stopped = false;
     this.wake();

@@ -10,6 +10,11 @@ import type { HttpHandler, HttpRoutes } from "./routes.js";
 /** The Hono app every route is mounted on; handlers reach Node's request and response through `c.env`. */
 export type HttpApp = Hono<{ Bindings: HttpBindings }>;
 
+/** A sub-app a feature builds alone; the app mounts it at the root (`app.route("/", pages)`). */
+export function createPages(): HttpApp {
+  return new Hono<{ Bindings: HttpBindings }>();
+}
+
 /** The one HTTP server (Hono on Node): health checks, webhooks and, when enabled, the dashboard. */
 export class HttpServer implements HttpRoutes {
   /**

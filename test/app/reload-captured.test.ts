@@ -73,7 +73,7 @@ describe("a reload leaves no module with a value captured at start", () => {
       (app.config.agent as { maxIterations: number }).maxIterations = 1;
     }).toThrow(TypeError);
     expect(() => {
-      (app.context.config as { timezone: string }).timezone = "Europe/Berlin";
+      (app.config.llm as { model: string }).model = "Europe/Berlin";
     }).toThrow(TypeError);
 
     // Held weakly from here on: only what the app keeps keeps them alive.

@@ -130,7 +130,7 @@ describe("an MCP server over stdio (server-everything from npm)", () => {
   });
 
   it("a killed server answers 'server unavailable', is restarted, and works again; /mcp shows it", async () => {
-    const manager = () => running.app.context.commands.get("mcp")!;
+    const manager = () => running.app.commands.get("mcp")!;
     const status = await manager().run({} as never);
     expect(String(status)).toMatch(/every \(stdio\): ready, \d+ of \d+ tools offered/);
     const connection = await findConnection();

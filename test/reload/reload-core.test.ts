@@ -48,7 +48,7 @@ describe("reload: access", () => {
     expect(await channel.receive("hello?", { ...stranger, messageId: "s1" })).toMatchObject({
       status: "denied",
     });
-    expect(app.app.context.authority().roleOf("telegram", "200")).toBe("guest");
+    expect(app.app.context.ports.authority().roleOf("telegram", "200")).toBe("guest");
 
     const added = await reload(
       app,
@@ -61,13 +61,13 @@ describe("reload: access", () => {
     });
     await channel.waitForSent(1);
     expect(channel.texts()).toEqual(["hi stranger"]);
-    expect(app.app.context.authority().roleOf("telegram", "200")).toBe("owner");
+    expect(app.app.context.ports.authority().roleOf("telegram", "200")).toBe("owner");
 
     await reload(app, telegram({ allowFrom: ["100"], groupPolicy: "allowlist", groups: [] }));
     expect(await channel.receive("still there?", { ...stranger, messageId: "s3" })).toMatchObject({
       status: "denied",
     });
-    expect(app.app.context.authority().roleOf("telegram", "200")).toBe("guest");
+    expect(app.app.context.ports.authority().roleOf("telegram", "200")).toBe("guest");
 
     const group = { userId: "100", chatId: "-500", isDirect: false, mentionsBot: true };
     expect(await channel.receive("group hi", { ...group, messageId: "g1" })).toMatchObject({
