@@ -197,7 +197,11 @@ export class ChatTurns {
     const inboxIds = items.map((item) => item.id);
     // Parked before a restart: its back-off goes on where it was.
     let waited = this.outages.enabled ? this.outages.outageOf(sessionKey) : undefined;
-    if (waited && waited.retryAt > clock.now() && !(await this.waitOut(sessionKey, inboxIds, waited.retryAt, signal)))
+    if (
+      waited &&
+      waited.retryAt > clock.now() &&
+      !(await this.waitOut(sessionKey, inboxIds, waited.retryAt, signal))
+    )
       return;
     for (;;) {
       const end = await this.runTurn(sessionKey, items, target, signal, markStarted, waited);
@@ -232,7 +236,12 @@ export class ChatTurns {
    * Waits for a parked turn's next try; false when it must not be tried now: /stop or /reset dropped it (its
    * messages end `interrupted`), or Magpie is stopping (they stay pending with their outage: the restart goes on).
    */
-  private async waitOut(sessionKey: string, inboxIds: number[], until: number, signal: AbortSignal): Promise<boolean> {
+  private async waitOut(
+    sessionKey: string,
+    inboxIds: number[],
+    until: number,
+    signal: AbortSignal,
+  ): Promise<boolean> {
     try {
       await this.outages.wait(sessionKey, until, AbortSignal.any([signal, this.queues().stopping]));
       return true;

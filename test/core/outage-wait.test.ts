@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { defineTool } from "../../src/tools/define-tool.js";
 import { z } from "zod";
+import { defineTool } from "../../src/tools/define-tool.js";
 import { reply, startOpenAiFake } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
@@ -96,7 +96,9 @@ describe("waiting out an LLM outage", () => {
     await channel!.waitForSent(2);
     const [notice, failed] = channel!.texts();
     expect(notice).toMatch(NOTICE);
-    expect(failed).toMatch(/^The model is still unreachable after \d+ s and 3 tries \(agent\.retryOutageForSecs\)/);
+    expect(failed).toMatch(
+      /^The model is still unreachable after \d+ s and 3 tries \(agent\.retryOutageForSecs\)/,
+    );
     expect(failed).toMatch(/internal error \(HTTP 503\)/);
     expect(app.store.inbox.get(id)!.outcomeCause).toMatch(/^llm\.server_error \(waited \d+ s\)$/);
     llm!.assertDone();

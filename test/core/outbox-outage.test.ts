@@ -13,7 +13,11 @@ import { RecordingChannel } from "../helpers/recording-channel.js";
  */
 class PlatformDown extends RecordingChannel {
   down = true;
-  override async send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult> {
+  override async send(
+    target: ReplyTarget,
+    message: OutboundMessage,
+    progress?: SendProgress,
+  ): Promise<SendResult> {
     if (this.down)
       throw new ChannelSendError("Telegram unreachable: socket hang up", { code: "channel.network" });
     return super.send(target, message, progress);

@@ -1,6 +1,6 @@
-import Database from "better-sqlite3";
 import { createServer } from "node:net";
 import path from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { EchoLlm } from "../soak/echo-llm.js";
@@ -45,17 +45,28 @@ async function start(llmPort: number, agent: object) {
       llm: { baseUrl: `http://127.0.0.1:${llmPort}/v1`, apiKey: "sk-x", model: "echo", maxRetries: 0 },
       agent: { streaming: false, progressNoticeSecs: 0, ...agent },
       channels: {
-        telegram: { token: telegram.validToken, apiRoot: telegram.apiRoot, pacing: false, allowFrom: [String(CHAT)] },
+        telegram: {
+          token: telegram.validToken,
+          apiRoot: telegram.apiRoot,
+          pacing: false,
+          allowFrom: [String(CHAT)],
+        },
       },
     },
   });
   cleanup.push(() => bot.dispose());
   const say = (text: string) =>
-    telegram.pushMessage({ chat: { id: CHAT, type: "private" }, from: { id: CHAT, first_name: "Ann" }, text });
+    telegram.pushMessage({
+      chat: { id: CHAT, type: "private" },
+      from: { id: CHAT, first_name: "Ann" },
+      text,
+    });
   return { telegram, bot, say, texts: () => telegram.sentTexts() };
 }
 
-function inbox(bot: ShippedBot): Array<{ status: string; outcome: string | null; outcome_cause: string | null }> {
+function inbox(
+  bot: ShippedBot,
+): Array<{ status: string; outcome: string | null; outcome_cause: string | null }> {
   const db = new Database(path.join(bot.dataDir, "magpie.db"), { readonly: true, fileMustExist: true });
   try {
     return db.prepare("SELECT status, outcome, outcome_cause FROM inbox ORDER BY id").all() as ReturnType<
@@ -70,11 +81,19 @@ describe("waiting out an LLM outage (shipped build)", () => {
   it("past agent.retryOutageForSecs the parked turn fails with a second notice", async () => {
     const { bot, say, texts } = await start(await freePort(), { retryOutageForSecs: 4 });
     say("anyone there?");
-    await until(() => texts().length >= 2, () => `${JSON.stringify(texts())}\n${bot.logText()}`);
+    await until(
+      () => texts().length >= 2,
+      () => `${JSON.stringify(texts())}\n${bot.logText()}`,
+    );
     expect(texts()[0]).toMatch(NOTICE);
-    expect(texts()[1]).toMatch(/^The model is still unreachable after [45] s and \d+ tries \(agent\.retryOutageForSecs\)/);
+    expect(texts()[1]).toMatch(
+      /^The model is still unreachable after [45] s and \d+ tries \(agent\.retryOutageForSecs\)/,
+    );
     expect(texts()[1]).toMatch(/couldn't reach the language model/);
-    await until(() => inbox(bot)[0]?.outcome === "failed", () => JSON.stringify(inbox(bot)));
+    await until(
+      () => inbox(bot)[0]?.outcome === "failed",
+      () => JSON.stringify(inbox(bot)),
+    );
     expect(inbox(bot)[0]!.outcome_cause).toMatch(/^llm\.unreachable \(waited [45] s\)$/);
     expect(bot.logsOf("turn-parked").length).toBeGreaterThanOrEqual(2);
   }, 30_000);
@@ -83,20 +102,32 @@ describe("waiting out an LLM outage (shipped build)", () => {
     const port = await freePort();
     const { bot, say, texts } = await start(port, { retryOutageForSecs: 120 });
     say("a long question");
-    await until(() => bot.logsOf("turn-parked").length >= 1, () => bot.logText());
+    await until(
+      () => bot.logsOf("turn-parked").length >= 1,
+      () => bot.logText(),
+    );
     say("/stop");
-    await until(() => texts().length >= 2, () => `${JSON.stringify(texts())}\n${bot.logText()}`);
+    await until(
+      () => texts().length >= 2,
+      () => `${JSON.stringify(texts())}\n${bot.logText()}`,
+    );
     expect(texts()).toEqual([
       expect.stringMatching(NOTICE),
       "Stopped (and dropped your message that was waiting for the model; it won't be answered).",
     ]);
-    await until(() => inbox(bot)[0]?.outcome === "interrupted", () => JSON.stringify(inbox(bot)));
+    await until(
+      () => inbox(bot)[0]?.outcome === "interrupted",
+      () => JSON.stringify(inbox(bot)),
+    );
     expect(inbox(bot)[0]).toMatchObject({ status: "done", outcome_cause: "stopped" });
     // The model comes back: the dropped message stays unanswered.
     const llm = await new EchoLlm({ delayMs: [1, 5], faultRate: 0, random: Math.random }).start(port);
     cleanup.push(() => llm.close());
     say("q7x next one");
-    await until(() => texts().length >= 3, () => JSON.stringify(texts()));
+    await until(
+      () => texts().length >= 3,
+      () => JSON.stringify(texts()),
+    );
     expect(texts()[2]).toBe("ack q7x");
     expect(llm.requests).toBe(1);
   }, 30_000);
@@ -105,7 +136,10 @@ describe("waiting out an LLM outage (shipped build)", () => {
     const port = await freePort();
     const { bot, say, texts } = await start(port, { retryOutageForSecs: 120 });
     say("q1x where are my keys?");
-    await until(() => bot.logsOf("turn-parked").length >= 1, () => bot.logText());
+    await until(
+      () => bot.logsOf("turn-parked").length >= 1,
+      () => bot.logText(),
+    );
     const stopStarted = Date.now();
     await bot.restart({
       whileStopped: async () => {
@@ -116,10 +150,15 @@ describe("waiting out an LLM outage (shipped build)", () => {
     });
     const llm = await new EchoLlm({ delayMs: [1, 5], faultRate: 0, random: Math.random }).start(port);
     cleanup.push(() => llm.close());
-    await until(() => texts().length >= 2, () => `${JSON.stringify(texts())}\n${bot.logText()}`);
+    await until(
+      () => texts().length >= 2,
+      () => `${JSON.stringify(texts())}\n${bot.logText()}`,
+    );
     expect(texts()).toEqual([expect.stringMatching(NOTICE), "ack q1x"]);
     expect(inbox(bot)[0]).toMatchObject({ status: "done", outcome: "answered" });
-    expect(inbox(bot)[0]!.outcome_cause).toMatch(/^after waiting \d+ s for the model \(\d+ failed tr(y|ies)\)$/);
+    expect(inbox(bot)[0]!.outcome_cause).toMatch(
+      /^after waiting \d+ s for the model \(\d+ failed tr(y|ies)\)$/,
+    );
     // Nothing more comes.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(texts()).toHaveLength(2);

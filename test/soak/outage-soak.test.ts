@@ -1,5 +1,5 @@
-import Database from "better-sqlite3";
 import path from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { ShippedBot } from "../shipped/shipped-bot.js";
@@ -59,7 +59,12 @@ function openDb(bot: ShippedBot): Database.Database {
   return new Database(path.join(bot.dataDir, "magpie.db"), { readonly: true, fileMustExist: true });
 }
 
-async function startBot(llm: EchoLlm, telegram: FakeTelegram, chats: string[], agent: object): Promise<ShippedBot> {
+async function startBot(
+  llm: EchoLlm,
+  telegram: FakeTelegram,
+  chats: string[],
+  agent: object,
+): Promise<ShippedBot> {
   const bot = await ShippedBot.start({
     config: {
       llm: { baseUrl: llm.url, apiKey: "sk-soak", model: "echo", timeoutMs: 10_000 },
@@ -103,7 +108,11 @@ describe(`outage soak (${FULL ? "full" : "short"})`, () => {
       };
       // Up: one answer in the first chat.
       send(chats[0]!);
-      await until(() => delivered(telegram).length === 1, 15_000, () => bot.logText());
+      await until(
+        () => delivered(telegram).length === 1,
+        15_000,
+        () => bot.logText(),
+      );
 
       await llm.close();
       const downAt = Date.now();
@@ -177,7 +186,11 @@ describe(`outage soak (${FULL ? "full" : "short"})`, () => {
         say(telegram, chat, `${marker} status?`);
       };
       send(chats[0]!);
-      await until(() => delivered(telegram).length === 1, 15_000, () => bot.logText());
+      await until(
+        () => delivered(telegram).length === 1,
+        15_000,
+        () => bot.logText(),
+      );
 
       // The next reply is refused once (a 500): it backs off, and the outage begins while it waits.
       telegram.failNext("sendMessage", 500, "Internal Server Error");
@@ -217,7 +230,9 @@ describe(`outage soak (${FULL ? "full" : "short"})`, () => {
       checkAnswers(sent, replies);
       // The reply queued before the outage went out after it, once.
       expect(olderMarkers.length).toBeGreaterThan(0);
-      const olderDeliveries = replies.filter((reply) => olderMarkers.every((marker) => reply.text.includes(marker)));
+      const olderDeliveries = replies.filter((reply) =>
+        olderMarkers.every((marker) => reply.text.includes(marker)),
+      );
       expect(olderDeliveries).toHaveLength(1);
       expect(replies.indexOf(olderDeliveries[0]!)).toBeGreaterThanOrEqual(deliveredBefore);
 
