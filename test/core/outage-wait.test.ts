@@ -74,17 +74,29 @@ describe("waiting out an LLM outage", () => {
   }, 20_000);
 
   it("an answer in another chat ends every parked chat's wait at once", async () => {
-    // A long limit: the back-off alone would wait 30 s.
     harness = await startTestApp({ config: { agent: { retryOutageForSecs: 3600 } } });
-    const { llm, channel } = harness;
-    llm!.script(reply.error(503), reply.text("other chat answered"), reply.text("parked one answered"));
+    const { llm, channel, app } = harness;
+    llm!.script(
+      reply.error(503),
+      reply.error(503),
+      reply.text("other chat answered"),
+      reply.text("parked one answered"),
+    );
     await channel!.receive("first", { chatId: "chat-A" });
-    await channel!.waitForSent(1);
-    const started = Date.now();
+    // Two failed tries: the next one is 3.2-4 s away.
+    const outage = () =>
+      app.store.kv.get("outage:test:chat-A", z.object({ attempts: z.number(), retryAt: z.number() }));
+    await until(() => outage()?.attempts === 2);
+    const nextTry = outage()!.retryAt;
     await channel!.receive("hello", { chatId: "chat-B" });
     await until(() => channel!.texts().includes("parked one answered"));
-    // Sooner than the first back-off step (2 s): woken by chat-B's answer.
-    expect(Date.now() - started).toBeLessThan(1_900);
+    // Before its own next try: woken by chat-B's answer.
+    expect(Date.now()).toBeLessThan(nextTry);
+    expect(channel!.texts()).toEqual([
+      expect.stringMatching(NOTICE),
+      "other chat answered",
+      "parked one answered",
+    ]);
   });
 
   it("past agent.retryOutageForSecs the turn fails with a second notice", async () => {
