@@ -159,6 +159,13 @@ describe("waiting out an LLM outage (shipped build)", () => {
     expect(inbox(bot)[0]!.outcome_cause).toMatch(
       /^after waiting \d+ s for the model \(\d+ failed tr(y|ies)\)$/,
     );
+    // `magpie trace` shows the wait: the turns that failed on the model, the notice, the answer and its cause.
+    const trace = await bot.cli(["trace", "last"]);
+    expect(trace.code, trace.stderr).toBe(0);
+    expect(trace.stdout).toMatch(/error \(llm\.unreachable\)/);
+    expect(trace.stdout).toMatch(/ok in /);
+    expect(trace.stdout).toMatch(/outcome: answered — after waiting \d+ s for the model/);
+    expect(trace.stdout).toMatch(/outbox \d+ \(notice\) · sent/);
     // Nothing more comes.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(texts()).toHaveLength(2);
