@@ -12,7 +12,8 @@ export interface BuiltinCommandDeps {
   modelName: string | null;
   uptimeMs: () => number;
   queueStats: () => { running: number; paused: number; waiting: number };
-  stop: (sessionKey: string) => { aborted: boolean; dropped: number };
+  /** `parked`: the turn stopped was waiting out an LLM outage (its message is dropped, not answered later). */
+  stop: (sessionKey: string) => { aborted: boolean; dropped: number; parked?: boolean };
   /** Whether shell, git and command jobs run in the sandbox (known once start-up has probed it). */
   sandbox?: () => { active: boolean; reason: string } | null;
   /** Extra clean-up when a session is reset (tool scratch state). */
@@ -21,6 +22,9 @@ export interface BuiltinCommandDeps {
   tasks?: TaskControl;
   clock?: { now(): number };
 }
+
+/** What /stop and /reset say when they drop a turn that was waiting out an LLM outage. */
+const PARKED_DROPPED = "dropped your message that was waiting for the model; it won't be answered";
 
 function sandboxLine(status: { active: boolean; reason: string } | null): string {
   if (!status) return "Sandbox: not probed yet.";
@@ -90,10 +94,12 @@ export function builtinCommands(deps: BuiltinCommandDeps): SlashCommand[] {
       name: "reset",
       description: "Forget this chat's conversation history",
       run: ({ sessionKey }) => {
-        deps.stop(sessionKey);
+        const { parked } = deps.stop(sessionKey);
         deps.store.history.reset(sessionKey);
         deps.onReset?.(sessionKey);
-        return "Conversation history cleared. Long-term memory is kept.";
+        return parked
+          ? `Conversation history cleared, and ${PARKED_DROPPED}. Long-term memory is kept.`
+          : "Conversation history cleared. Long-term memory is kept.";
       },
     },
     {
@@ -105,10 +111,11 @@ export function builtinCommands(deps: BuiltinCommandDeps): SlashCommand[] {
           if (deps.tasks?.cancel(sessionKey, args)) return `Cancelled task ${args}.`;
           return `No running task "${args}" in this chat. /tasks lists them.`;
         }
-        const { aborted, dropped } = deps.stop(sessionKey);
+        const { aborted, dropped, parked } = deps.stop(sessionKey);
         const cancelled = deps.tasks?.cancelSession(sessionKey) ?? [];
         if (!aborted && dropped === 0 && cancelled.length === 0) return "Nothing is running.";
         const parts = [
+          parked ? PARKED_DROPPED : "",
           dropped > 0 ? `dropped ${plural(dropped, "queued message")}` : "",
           cancelled.length > 0
             ? `cancelled ${plural(cancelled.length, "background task")}: ${cancelled.map((task) => task.id).join(", ")}`

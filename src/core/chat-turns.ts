@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { errorMessage } from "../lib/errors.js";
+import { isOutageCode } from "../llm/failure-kind.js";
 import type { ChatMessage } from "../llm/types.js";
 import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
@@ -12,6 +13,7 @@ import type { AuthorityPort, SenderIdentity, TurnOrigin } from "./identity.js";
 import type { MediaContext, MediaPort, PreparedMedia } from "./media.js";
 import { sessionModel } from "./model-command.js";
 import { NO_LLM_REPLY } from "./no-llm.js";
+import { type ChatOutage, duration, OutageWaits, outageGiveUp } from "./outage-wait.js";
 import type { OutboxWorker } from "./outbox-worker.js";
 import { outcomeOfTurn, settleOutcome } from "./outcomes.js";
 import { ProgressNote } from "./progress-note.js";
@@ -41,7 +43,14 @@ export interface ChatTurnsOptions {
   streaming: boolean;
   /** `agent.progressNoticeSecs`: a turn still running after this sends one "still working" note (0 = off). */
   progressNoticeSecs?: number;
+  /** `agent.retryOutageForSecs`: how long a turn whose models are all unreachable waits for them (0 = off). */
+  retryOutageForSecs?: number;
 }
+
+/** How a turn's run ended: settled (its messages have their outcome), or held up by an LLM outage. */
+type TurnEnd =
+  | { kind: "settled"; answered: boolean }
+  | { kind: "outage"; errorCode: string; reply: string; newMessages: ChatMessage[] };
 
 const TYPING_INTERVAL_MS = 4_000;
 
@@ -68,12 +77,23 @@ export interface SessionNote {
  */
 export class ChatTurns {
   private readonly events: EventPublisher;
+  private readonly outages: OutageWaits;
 
   constructor(
     private readonly options: ChatTurnsOptions,
     private readonly queues: () => SessionQueues,
   ) {
     this.events = options.events ?? NO_EVENTS;
+    this.outages = new OutageWaits({
+      store: options.store,
+      clock: options.clock,
+      limitSecs: () => options.retryOutageForSecs ?? 0,
+    });
+  }
+
+  /** Whether the session's turn is parked, waiting out an LLM outage (/stop says it dropped it). */
+  isParked(sessionKey: string): boolean {
+    return this.outages.isParked(sessionKey);
   }
 
   /**
@@ -143,10 +163,11 @@ export class ChatTurns {
       return;
     }
     try {
-      await this.runTurn(sessionKey, items, target, signal, markStarted);
+      await this.runUntilSettled(sessionKey, items, target, signal, markStarted);
     } catch (error) {
       // Never silence: whatever broke inside Magpie, the chat is told and the messages end failed.
       this.options.logger.error({ err: error, session: sessionKey }, "turn-crashed");
+      this.outages.settled(sessionKey, false);
       const open = inboxIds.filter((id) => store.inbox.get(id)?.outcome === null);
       if (open.length === 0) return;
       this.finish(
@@ -161,13 +182,90 @@ export class ChatTurns {
     }
   }
 
-  private async runTurn(
+  /**
+   * Runs the turn; while it ends in an LLM outage it is parked and tried again (DESIGN.md → Waiting out an outage):
+   * the lane stays busy, so the chat's later messages wait behind it and are answered after it, in order.
+   */
+  private async runUntilSettled(
     sessionKey: string,
     items: InboxItem[],
     target: ReplyTarget,
     signal: AbortSignal,
     markStarted: () => void,
   ): Promise<void> {
+    const { clock, logger } = this.options;
+    const inboxIds = items.map((item) => item.id);
+    // Parked before a restart: its back-off goes on where it was.
+    let waited = this.outages.enabled ? this.outages.outageOf(sessionKey) : undefined;
+    if (
+      waited &&
+      waited.retryAt > clock.now() &&
+      !(await this.waitOut(sessionKey, inboxIds, waited.retryAt, signal))
+    )
+      return;
+    for (;;) {
+      const end = await this.runTurn(sessionKey, items, target, signal, markStarted, waited);
+      if (end.kind === "settled") {
+        this.outages.settled(sessionKey, end.answered);
+        return;
+      }
+      const { decision, noticed } = this.outages.park(sessionKey, items, target, end.errorCode);
+      this.options.outbox.wake();
+      if (decision.kind === "give-up") {
+        this.finish(
+          inboxIds,
+          sessionKey,
+          target,
+          outageGiveUp(decision.waitedMs, decision.attempts, end.reply),
+          end.newMessages,
+          undefined,
+          { outcome: "failed", cause: `${end.errorCode} (waited ${duration(decision.waitedMs)})` },
+        );
+        return;
+      }
+      logger.info(
+        { session: sessionKey, inboxIds, code: end.errorCode, retryAt: decision.retryAt, noticed },
+        "turn-parked",
+      );
+      if (!(await this.waitOut(sessionKey, inboxIds, decision.retryAt, signal))) return;
+      waited = this.outages.outageOf(sessionKey);
+    }
+  }
+
+  /**
+   * Waits for a parked turn's next try; false when it must not be tried now: /stop or /reset dropped it (its
+   * messages end `interrupted`), or Magpie is stopping (they stay pending with their outage: the restart goes on).
+   */
+  private async waitOut(
+    sessionKey: string,
+    inboxIds: number[],
+    until: number,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    try {
+      await this.outages.wait(sessionKey, until, AbortSignal.any([signal, this.queues().stopping]));
+      return true;
+    } catch {
+      if (signal.aborted && signal.reason === "stop") {
+        const { store, clock } = this.options;
+        store.db.transaction(() => {
+          store.inbox.setStatus(inboxIds, "done", clock.now());
+          settleOutcome(store, this.events, inboxIds, "interrupted", "stopped");
+        })();
+        this.outages.settled(sessionKey, false);
+      }
+      return false;
+    }
+  }
+
+  private async runTurn(
+    sessionKey: string,
+    items: InboxItem[],
+    target: ReplyTarget,
+    signal: AbortSignal,
+    markStarted: () => void,
+    waited: ChatOutage | undefined,
+  ): Promise<TurnEnd> {
     const { store, clock, engine } = this.options;
     const inboxIds = items.map((item) => item.id);
     const last = items[items.length - 1]!;
@@ -230,7 +328,22 @@ export class ChatTurns {
         // person: asking again after a restart would surprise them, so it stays cut off and the restart
         // reports it once ("interrupted").
         if (!outcome.stoppedWhileWaiting) store.inbox.setStatus(inboxIds, "pending", clock.now());
-        return;
+        return { kind: "settled", answered: false };
+      }
+      // Every model unreachable before anything ran: the turn waits the outage out instead of failing. (A turn
+      // whose tools already ran is not run again from the start: that would repeat their side effects.)
+      if (
+        outcome.status === "error" &&
+        outcome.toolCalls === 0 &&
+        this.outages.enabled &&
+        isOutageCode(outcome.errorCode)
+      ) {
+        return {
+          kind: "outage",
+          errorCode: outcome.errorCode ?? "llm.unavailable",
+          reply: outcome.reply,
+          newMessages: outcome.newMessages,
+        };
       }
       const reply = outcome.status === "aborted" ? "" : outcome.reply;
       this.finish(
@@ -240,7 +353,12 @@ export class ChatTurns {
         reply,
         outcome.newMessages,
         draftId,
-        outcomeOfTurn(outcome.status, outcome.errorCode),
+        outcome.status === "ok" && waited
+          ? {
+              outcome: "answered",
+              cause: `after waiting ${duration(clock.now() - waited.since)} for the model (${waited.attempts} failed ${waited.attempts === 1 ? "try" : "tries"})`,
+            }
+          : outcomeOfTurn(outcome.status, outcome.errorCode),
       );
       if (outcome.status === "ok" && reply) {
         this.afterReply({
@@ -254,6 +372,7 @@ export class ChatTurns {
         });
       }
       if (outcome.status !== "aborted") await engine.compact(sessionKey, agent, role, { budget, origin });
+      return { kind: "settled", answered: outcome.status === "ok" };
     } finally {
       progress.stop();
       stopTyping();

@@ -17,8 +17,13 @@ export interface OutboxWorkerOptions {
   events?: EventPublisher;
   /** Where a reply that could not be delivered marks its message `undeliverable` (when given). */
   inbox?: InboxRepository;
-  /** Attempts before an item is marked failed. */
+  /** Attempts before an item is marked failed (for a failure that may pass: and `retryForMs`). */
   maxAttempts?: number;
+  /**
+   * A failure that may pass (network, 5xx, 429) fails the item only once it is this old, whatever the attempts:
+   * a platform outage of tens of minutes must not lose the replies queued before or during it (default 1 h).
+   */
+  retryForMs?: number;
   /** Also look for new items this often (written by another process, e.g. `magpie send`). */
   pollIntervalMs?: number;
   baseDelayMs?: number;
@@ -40,6 +45,7 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
   private again = false;
   private stopped = true;
   private readonly maxAttempts: number;
+  private readonly retryForMs: number;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
   private readonly events: EventPublisher;
@@ -50,8 +56,10 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
     super();
     this.events = options.events ?? NO_EVENTS;
     this.maxAttempts = options.maxAttempts ?? 10;
+    this.retryForMs = options.retryForMs ?? 60 * 60_000;
     this.baseDelayMs = options.baseDelayMs ?? 1_000;
-    this.maxDelayMs = options.maxDelayMs ?? 5 * 60_000;
+    // At most a minute between tries: a reply held by a platform outage goes out within a minute of its end.
+    this.maxDelayMs = options.maxDelayMs ?? 60_000;
   }
 
   /** Resolves when the outbox item is sent or finally failed ("pending" if `timeoutMs` passes first). */
@@ -216,7 +224,9 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
       const attempts = item.attempts + 1;
       const text = errorMessage(error);
       const permanent = error instanceof ChannelSendError && error.permanent;
-      if (permanent || attempts >= this.maxAttempts) {
+      const exhausted =
+        attempts >= this.maxAttempts && this.options.clock.now() - item.createdAt >= this.retryForMs;
+      if (permanent || exhausted) {
         outbox.markFailed(item.id, text);
         logger.error(
           {

@@ -77,6 +77,8 @@ export interface RouterSettingsValues {
   streaming: boolean;
   /** `agent.progressNoticeSecs` (0 or unset: no progress notes). */
   progressNoticeSecs?: number;
+  /** `agent.retryOutageForSecs` (0 or unset: a turn whose models are unreachable fails at once). */
+  retryOutageForSecs?: number;
   /** `security.guestToolSet`: the most a guest's turn may use. */
   guestToolSet: string[];
   /** `llm.textToolCalls`. */
@@ -171,6 +173,9 @@ export class Router implements InboundSink {
       get progressNoticeSecs() {
         return settings.current().progressNoticeSecs ?? 0;
       },
+      get retryOutageForSecs() {
+        return settings.current().retryOutageForSecs ?? 0;
+      },
     };
     this.chats = new ChatTurns(chatOptions, () => this.queues);
     this.queues = new SessionQueues(
@@ -234,14 +239,15 @@ export class Router implements InboundSink {
     return this.chats.note(note);
   }
 
-  /** Aborts a session's running turn and drops what waits behind it (/stop). */
-  stop(sessionKey: string): { aborted: boolean; dropped: number } {
+  /** Aborts a session's running (or parked) turn and drops what waits behind it (/stop). */
+  stop(sessionKey: string): { aborted: boolean; dropped: number; parked: boolean } {
+    const parked = this.chats.isParked(sessionKey);
     const dropped = this.queues.dropPending(sessionKey);
     if (dropped.length > 0) {
       this.options.store.inbox.setStatus(dropped, "done", this.options.clock.now());
       settleOutcome(this.options.store, this.events, dropped, "interrupted", "stopped");
     }
-    return { aborted: this.queues.abort(sessionKey, "stop"), dropped: dropped.length };
+    return { aborted: this.queues.abort(sessionKey, "stop"), dropped: dropped.length, parked };
   }
 
   /** After a restart: unstarted messages are answered, cut-off turns reported once per session. */

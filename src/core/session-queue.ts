@@ -18,6 +18,7 @@ export class SessionQueues {
   private readonly lanes = new Map<string, SessionLane>();
   private readonly drains = new Set<Promise<void>>();
   private accepting = true;
+  private readonly stopController = new AbortController();
 
   constructor(
     private readonly runTurn: TurnRunner,
@@ -67,9 +68,15 @@ export class SessionQueues {
     while (this.drains.size > 0) await Promise.allSettled([...this.drains]);
   }
 
+  /** Aborted as shutdown starts: a turn waiting (not running: a parked one) stops waiting at once. */
+  get stopping(): AbortSignal {
+    return this.stopController.signal;
+  }
+
   /** Stops intake; aborts running turns with reason "shutdown" after `graceMs`. */
   async shutdown(graceMs: number): Promise<void> {
     this.accepting = false;
+    this.stopController.abort("shutdown");
     for (const lane of this.lanes.values()) lane.pending.length = 0;
     const timer = setTimeout(() => {
       for (const lane of this.lanes.values()) lane.controller?.abort("shutdown");

@@ -25,8 +25,12 @@ export interface LlmErrorContext {
 export function describeLlmError(error: unknown, context: LlmErrorContext): LlmFailure {
   if (error instanceof AllModelsFailedError) {
     const lines = error.attempts.map((attempt) => `• ${attempt.model}: ${attemptReason(attempt, context)}`);
+    // Every model failed for a reason that passes (no key rejected, none skipped on cooldown): an outage.
+    const allRetryable = error.attempts.every(
+      (attempt) => attempt.error !== undefined && classifyLlmError(attempt.error).kind === "retryable",
+    );
     return {
-      code: "llm.all_failed",
+      code: allRetryable ? "llm.all_unavailable" : "llm.all_failed",
       userMessage: `All configured models failed, so I can't answer right now:\n${lines.join("\n")}`,
     };
   }
@@ -106,13 +110,15 @@ export function describeLlmError(error: unknown, context: LlmErrorContext): LlmF
       };
     }
     return {
-      code: "llm.error",
+      // 408, 409 and an error event inside a stream (no status) pass like a 5xx does.
+      code: classifyLlmError(error).kind === "retryable" ? "llm.unavailable" : "llm.error",
       status,
       userMessage: `The language model provider returned an error for "${context.model}"${status ? ` (HTTP ${status})` : ""}: ${detail}`,
     };
   }
   return {
-    code: "llm.error",
+    // A connection dropped outside the SDK's classes (a reset, a body cut off) passes like a refused one.
+    code: classifyLlmError(error).kind === "retryable" ? "llm.unavailable" : "llm.error",
     userMessage: `Something went wrong talking to the language model: ${firstLine(error instanceof Error ? error.message : String(error))}`,
   };
 }

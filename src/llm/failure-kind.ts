@@ -73,3 +73,22 @@ export function parseRetryAfter(
   const date = Date.parse(header);
   return Number.isFinite(date) ? Math.max(0, date - now) : undefined;
 }
+
+/**
+ * Turn error codes (src/llm/errors.ts) that mean the models are unreachable for now — connection refused or
+ * reset, timeout, 429, 5xx, every model of the chain failing so — rather than refusing this request: a chat turn
+ * that ends with one waits the outage out (DESIGN.md → Message flow → Waiting out an outage).
+ */
+const OUTAGE_CODES: ReadonlySet<string> = new Set([
+  "llm.unreachable",
+  "llm.timeout",
+  "llm.rate_limited",
+  "llm.server_error",
+  "llm.unavailable",
+  "llm.all_unavailable",
+]);
+
+/** Whether a turn's error code is an outage (see OUTAGE_CODES). */
+export function isOutageCode(code: string | undefined): boolean {
+  return code !== undefined && OUTAGE_CODES.has(code);
+}

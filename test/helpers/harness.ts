@@ -60,7 +60,9 @@ export function testConfig(
     dataDir: dir,
     timezone: "UTC",
     http: { host: "127.0.0.1", port: 0 },
-    agent: { streaming: false },
+    // An LLM failure a test scripts is answered at once; the outage tests (test/core/outage-wait*.test.ts) turn
+    // waiting it out (agent.retryOutageForSecs) on.
+    agent: { streaming: false, retryOutageForSecs: 0 },
     llm: { model: "test-model", maxRetries: 0, timeoutMs: 5_000 },
   };
   return parseConfig(merge(base, overrides as Record<string, unknown>), { env, cwd: dir });

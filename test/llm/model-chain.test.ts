@@ -179,7 +179,8 @@ describe("model chain", () => {
       .complete(request)
       .catch((caught: unknown) => caught);
     const failure = describeLlmError(error, { model: "test-model", timeoutMs: 5_000 });
-    expect(failure.code).toBe("llm.all_failed");
+    // A 503 and a refused connection pass: an outage a chat turn waits out (DESIGN.md → Waiting out an outage).
+    expect(failure.code).toBe("llm.all_unavailable");
     expect(failure.userMessage).toBe(
       `All configured models failed, so I can't answer right now:\n• test-model: HTTP 503\n• fb-model: unreachable at ${fallback.url}`,
     );
@@ -192,6 +193,8 @@ describe("model chain", () => {
     await model.complete(request);
     const error = await model.complete(request).catch((caught: unknown) => caught);
     expect(primary.requests).toHaveLength(1);
+    // A rejected key among them is no outage: a person must fix it.
+    expect(describeLlmError(error, { model: "test-model", timeoutMs: 5_000 }).code).toBe("llm.all_failed");
     expect(userMessage(error)).toMatch(
       /• test-model: skipped, its API key was rejected a moment ago \(tried again in 5 min; check OPENAI_API_KEY or llm\.apiKey\)\n• fb-model: HTTP 500/,
     );

@@ -25,7 +25,8 @@ describe("shipped build: the dashboard home page", () => {
       config: {
         timezone: "Europe/Berlin",
         llm: { baseUrl: llm.url, apiKey: "sk-test", model: "test-model", maxRetries: 0 },
-        agent: { streaming: false },
+        // The 503 below is the failed message: answered with its notice at once, not waited out.
+        agent: { streaming: false, retryOutageForSecs: 0 },
         http: { dashboard: { enabled: true, token: TOKEN } },
         budgets: { daily: { tokens: 1_000 } },
         cron: {

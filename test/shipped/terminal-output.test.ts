@@ -192,7 +192,7 @@ describe.runIf(hasPrograms("socat"))("shipped build: magpie start in a terminal 
         workspace: path.join(dir, "workspace"),
         http: { host: "127.0.0.1", port: 0 },
         llm: { baseUrl: llm.url, apiKey: "sk-test", model: "test-model", maxRetries: 0 },
-        agent: { streaming: false },
+        agent: { streaming: false, retryOutageForSecs: 0 },
         channels: {
           telegram: {
             token: telegram.validToken,

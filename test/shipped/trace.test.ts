@@ -25,7 +25,8 @@ describe("shipped build: outcomes, progress notes and magpie trace", () => {
           maxRetries: 0,
           prices: { "test-model": { input: 3, output: 15 } },
         },
-        agent: { streaming: false, progressNoticeSecs: 1 },
+        // The 503 below is the failed message: answered with its notice at once, not waited out.
+        agent: { streaming: false, progressNoticeSecs: 1, retryOutageForSecs: 0 },
         channels: {
           telegram: {
             token: telegram.validToken,

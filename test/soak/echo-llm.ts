@@ -28,8 +28,9 @@ export class EchoLlm {
     this.server = http.createServer((request, response) => void this.handle(request, response));
   }
 
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+  /** Listens on `port` (default: any free one; the same one again to come back after `close`). */
+  async start(port = 0): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(port, "127.0.0.1", resolve));
     this.port = (this.server.address() as AddressInfo).port;
     return this;
   }

@@ -38,7 +38,13 @@ export const run: CliCommand = async (argv, env) => {
     answer += chunk.toString();
   });
   const app = new MagpieApp({
-    config: { ...loaded, dataDir: scratch, workspace: path.join(scratch, "workspace") },
+    // An unreachable model fails the check at once, naming why (a running instance would wait it out).
+    config: {
+      ...loaded,
+      agent: { ...loaded.agent, retryOutageForSecs: 0 },
+      dataDir: scratch,
+      workspace: path.join(scratch, "workspace"),
+    },
     logger: createLogger({ level: "error" }),
     loadChannels: false,
     console: new ConsoleChannel({ input, output, color: false, userName: "magpie-upgrade" }),

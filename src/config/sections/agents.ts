@@ -63,6 +63,11 @@ export const agentLimitsSchema = z
      * (edited in place where the channel can edit); 0 turns it off.
      */
     progressNoticeSecs: z.number().min(0).default(60),
+    /**
+     * A chat turn whose every model fails for a reason that passes (connection, timeout, 429, 5xx) waits this long
+     * for them — one notice, retried with back-off — before it fails; 0 fails it at once.
+     */
+    retryOutageForSecs: z.number().min(0).default(1800),
     /** Nested `delegate` calls that may run (a turn nobody delegated is depth 0); 0 turns delegation off. */
     maxDelegationDepth: z.number().int().min(0).default(3),
     /** Background subagents (`spawn`) running at once; more are refused until one ends. 0 turns spawn off. */
