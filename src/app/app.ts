@@ -35,6 +35,7 @@ import { EventLoopMonitor } from "../http/loop-monitor.js";
 import { HttpServer } from "../http/server.js";
 import { wallTimeAt } from "../lib/zoned-time.js";
 import { createChatModel } from "../llm/create-model.js";
+import { llmProviders } from "../llm/provider.js";
 import { redactingModel } from "../llm/redacting-model.js";
 import { createTranscriber } from "../llm/transcriber.js";
 import type { ChatModel } from "../llm/types.js";
@@ -180,16 +181,17 @@ export class MagpieApp {
     this.store = Store.open(config.dataDir);
     // File and shell tools (and shell cron jobs) work inside the workspace: it exists from the first start.
     mkdirSync(config.workspace, { recursive: true });
+    const llm = llmProviders(config, this.redactor); // one per endpoint: chat, embeddings, transcription, speech
     const model =
       options.model !== undefined
         ? options.model
-        : createChatModel(config, { logger: this.logger, now: () => this.clock.now() });
+        : createChatModel(config, { logger: this.logger, now: () => this.clock.now(), providers: llm });
     this.model = model ? redactingModel(model, this.redactor) : null;
     // Photos and voice notes for the model: only when there is a model to take them.
     this.media = this.model
       ? new MediaPreparer({
           vision: config.llm.vision,
-          transcribe: createTranscriber(config),
+          transcribe: createTranscriber(config, llm),
           transcriptionModel: config.llm.transcriptionModel,
           logger: this.logger,
           // A transcription is a call of the turn it is for, under that turn's budgets.
