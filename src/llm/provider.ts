@@ -146,10 +146,16 @@ export function llmProviders(config: MagpieConfig, redactor?: TextRedactor): Llm
     throw new Error("The LLM providers of this config were built with another redactor.");
   }
   if (!registry) {
-    registry = new LlmProviders(config, redactor ?? createRedactor(config, process.env));
+    registry = new LlmProviders(config, redactor ?? lazyRedactor(() => createRedactor(config, process.env)));
     registries.set(config, registry);
   }
   return registry;
+}
+
+/** A redactor built on its first use (building one reads the config's env files and encodes every secret). */
+function lazyRedactor(build: () => TextRedactor): TextRedactor {
+  let redactor: TextRedactor | undefined;
+  return { redact: (text) => (redactor ??= build()).redact(text) };
 }
 
 /** The `llm` endpoint of this (frozen) config: the same instance for every caller. */
