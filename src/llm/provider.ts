@@ -54,7 +54,9 @@ export function createEndpoint(settings: EndpointSettings, redactor: TextRedacto
       });
     });
     // A failed load (it should not happen) is tried again next time rather than remembered.
-    client.catch(() => (client = undefined));
+    client.catch(() => {
+      client = undefined;
+    });
     return client;
   };
   return {
@@ -155,7 +157,12 @@ export function llmProviders(config: MagpieConfig, redactor?: TextRedactor): Llm
 /** A redactor built on its first use (building one reads the config's env files and encodes every secret). */
 function lazyRedactor(build: () => TextRedactor): TextRedactor {
   let redactor: TextRedactor | undefined;
-  return { redact: (text) => (redactor ??= build()).redact(text) };
+  return {
+    redact(text) {
+      redactor ??= build();
+      return redactor.redact(text);
+    },
+  };
 }
 
 /** The `llm` endpoint of this (frozen) config: the same instance for every caller. */
