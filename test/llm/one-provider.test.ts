@@ -4,6 +4,7 @@ import { usageFeature } from "../../src/app/usage-feature.js";
 import { voiceFeature } from "../../src/app/voice-feature.js";
 import { type LlmCallEvent, magpieEvents } from "../../src/core/events.js";
 import type { Attachment } from "../../src/core/types.js";
+import { llmProviders } from "../../src/llm/provider.js";
 import { waitFor } from "../fakes/http-util.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
@@ -102,6 +103,10 @@ describe("one LLM provider per configured endpoint", () => {
     expect(JSON.stringify(primary.embeddingRequests)).not.toContain(SECRET);
     expect(primary.transcriptionFileNames).toEqual(["memo-[REDACTED].ogg"]);
     expect(JSON.stringify([primary.requests, backup.requests, primary.speechRequests])).not.toContain(SECRET);
+    // A fallback on `llm`'s own endpoint would share its provider: one client per endpoint, not per model.
+    const providers = llmProviders(app.config);
+    expect(providers.at({ baseUrl: primary.url, apiKey: "sk-test" })).toBe(providers.primary());
+    expect(providers.at({ baseUrl: backup.url, apiKey: "sk-test" })).not.toBe(providers.primary());
 
     // Every call was published once, by the one place that writes the ledger: each event is a ledger row.
     const published = events.map((event) => ({ kind: event.kind, model: event.model }));
