@@ -15,6 +15,7 @@ import type { Router } from "../core/router.js";
 import type { SpendPort, SpendScope } from "../core/spend.js";
 import type { ChannelAdapter } from "../core/types.js";
 import { createChatModel } from "../llm/create-model.js";
+import { llmProviders } from "../llm/provider.js";
 import { redactingModel } from "../llm/redacting-model.js";
 import { createTranscriber } from "../llm/transcriber.js";
 import type { ChatModel } from "../llm/types.js";
@@ -96,14 +97,17 @@ export function buildBase(
   const store = Store.open(config.dataDir);
   // File and shell tools (and shell cron jobs) work inside the workspace: it exists from the first start.
   mkdirSync(config.workspace, { recursive: true });
+  const llm = llmProviders(config, redactor); // one per endpoint: chat, embeddings, transcription, speech
   const created =
-    options.model !== undefined ? options.model : createChatModel(config, { logger, now: () => clock.now() });
+    options.model !== undefined
+      ? options.model
+      : createChatModel(config, { logger, now: () => clock.now(), providers: llm });
   const model = created ? redactingModel(created, redactor) : null;
   // Photos and voice notes for the model: only when there is a model to take them.
   const media = model
     ? new MediaPreparer({
         vision: config.llm.vision,
-        transcribe: createTranscriber(config),
+        transcribe: createTranscriber(config, llm),
         transcriptionModel: config.llm.transcriptionModel,
         logger,
         // A transcription is a call of the turn it is for, under that turn's budgets.

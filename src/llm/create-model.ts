@@ -1,6 +1,7 @@
 import type { MagpieConfig } from "../config/schema.js";
 import { type ChainEntry, chainEntries } from "./chain-entries.js";
 import { type ChainEvent, ModelChain } from "./model-chain.js";
+import { type LlmProviders, llmProviders } from "./provider.js";
 import type { ChatModel } from "./types.js";
 
 /** True when an LLM is configured (a key, or a base URL for keyless local servers). */
@@ -20,6 +21,8 @@ export interface ChatModelDeps {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   logger?: WarnLogger;
   onEvent?: (event: ChainEvent) => void;
+  /** The config's endpoint providers (default: `llmProviders(config)`, the app's once it registered them). */
+  providers?: LlmProviders;
 }
 
 /**
@@ -28,15 +31,14 @@ export interface ChatModelDeps {
  */
 export function createChatModel(config: MagpieConfig, deps: ChatModelDeps = {}): ChatModel | null {
   if (!isLlmConfigured(config)) return null;
+  const providers = deps.providers ?? llmProviders(config);
+  // Each entry's chat is taken from its endpoint's provider: a fallback on `llm`'s endpoint shares its client.
   const connect = async (entry: ChainEntry): Promise<ChatModel> => {
-    const { OpenAiChatModel } = await import("./openai-model.js");
-    return new OpenAiChatModel({
-      apiKey: entry.apiKey,
-      baseUrl: entry.baseUrl,
-      timeoutMs: config.llm.timeoutMs,
-      // The chain retries (src/llm/backoff.ts says why not the SDK).
-      maxRetries: 0,
-    });
+    const [{ OpenAiChatModel }, client] = await Promise.all([
+      import("./openai-model.js"),
+      providers.at(entry).client(),
+    ]);
+    return new OpenAiChatModel(client);
   };
   return new ModelChain({
     entries: chainEntries(config),

@@ -1,27 +1,16 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import type { ChatModel, CompletionOptions, CompletionRequest, CompletionResult, ToolCall } from "./types.js";
 
-export interface OpenAiModelOptions {
-  apiKey?: string;
-  baseUrl?: string;
-  timeoutMs: number;
-  maxRetries: number;
-}
+/** The chain retries (src/llm/backoff.ts says why not the SDK): each chat request asks the SDK for none. */
+const CHAT_REQUEST = { maxRetries: 0 } as const;
 
-/** ChatModel over any OpenAI-compatible chat-completions endpoint (OpenAI, OpenRouter, Ollama, llama.cpp, vLLM). */
+/**
+ * ChatModel over any OpenAI-compatible chat-completions endpoint (OpenAI, OpenRouter, Ollama, llama.cpp, vLLM), on
+ * the endpoint provider's client (src/llm/provider.ts).
+ */
 export class OpenAiChatModel implements ChatModel {
-  readonly client: OpenAI;
-
-  constructor(options: OpenAiModelOptions) {
-    this.client = new OpenAI({
-      // Local servers (Ollama, llama.cpp) accept any key; the SDK insists on one.
-      apiKey: options.apiKey ?? "not-needed",
-      baseURL: options.baseUrl,
-      timeout: options.timeoutMs,
-      maxRetries: options.maxRetries,
-    });
-  }
+  constructor(readonly client: OpenAI) {}
 
   async complete(request: CompletionRequest, options: CompletionOptions = {}): Promise<CompletionResult> {
     const body = {
@@ -33,7 +22,7 @@ export class OpenAiChatModel implements ChatModel {
     if (!options.onTextDelta) {
       const completion = await this.client.chat.completions.create(
         { ...body, stream: false } as OpenAI.ChatCompletionCreateParamsNonStreaming,
-        { signal: options.signal },
+        { ...CHAT_REQUEST, signal: options.signal },
       );
       const choice = completion.choices[0];
       const toolCalls = (choice?.message.tool_calls ?? []).flatMap((call) =>
@@ -66,7 +55,7 @@ export class OpenAiChatModel implements ChatModel {
         stream: true,
         stream_options: { include_usage: true },
       } as OpenAI.ChatCompletionCreateParamsStreaming,
-      { signal: options.signal },
+      { ...CHAT_REQUEST, signal: options.signal },
     );
     return accumulate(stream, options.onTextDelta);
   }

@@ -1,8 +1,13 @@
 import type { ChatModel, CompletionRequest, RequestMessage } from "./types.js";
 
 /** The one method of the Redactor this needs (src/log/redact.ts). */
-interface TextRedactor {
+export interface TextRedactor {
   redact(text: string): string;
+}
+
+/** Each text redacted, for requests that send plain texts (embeddings). */
+export function redactTexts(texts: readonly string[], redactor: TextRedactor): string[] {
+  return texts.map((text) => redactor.redact(text));
 }
 
 function redactMessage(message: RequestMessage, redactor: TextRedactor): RequestMessage {

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
 import type { Clock } from "../core/clock.js";
+import { type LlmProviders, llmProviders } from "../llm/provider.js";
 import type { Db } from "../store/index.js";
 import { OpenAiEmbedder } from "./embedder.js";
 import { MemoryService } from "./memory-service.js";
@@ -11,10 +12,12 @@ export function createMemoryService(
   db: Db,
   logger: Logger,
   clock?: Clock,
+  providers: LlmProviders = llmProviders(config),
 ): MemoryService {
-  const { embeddingModel, baseUrl, apiKey, timeoutMs, maxRetries } = config.llm;
+  const { embeddingModel } = config.llm;
+  // Embeddings are served by `llm`'s endpoint: its provider's client, settings and redaction.
   const embedder = embeddingModel
-    ? new OpenAiEmbedder({ model: embeddingModel, baseUrl, apiKey, timeoutMs, maxRetries })
+    ? new OpenAiEmbedder({ model: embeddingModel, provider: providers.primary() })
     : null;
   return new MemoryService({ db, embedder, logger, clock });
 }

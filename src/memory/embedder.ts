@@ -1,7 +1,7 @@
-import type OpenAI from "openai";
 import { z } from "zod";
 import type { LlmUsage } from "../core/spend.js";
 import { MagpieError } from "../lib/errors.js";
+import type { LlmProvider } from "../llm/provider.js";
 import { estimateTokens } from "../llm/tokens.js";
 import { normalize } from "./vector-math.js";
 
@@ -19,10 +19,8 @@ export interface Embedder {
 
 export interface OpenAiEmbedderOptions {
   model: string;
-  baseUrl?: string;
-  apiKey?: string;
-  timeoutMs: number;
-  maxRetries: number;
+  /** The endpoint's provider (`llm`'s): its client, timeout, retries and redaction. */
+  provider: LlmProvider;
   /** Texts per request. */
   batchSize?: number;
   onUsage?: (usage: LlmUsage) => void;
@@ -36,11 +34,13 @@ const embeddingResponseSchema = z.object({
 /** Someone is waiting: don't let a slow endpoint hold a turn for the full LLM timeout. */
 const INTERACTIVE_TIMEOUT_MS = 10_000;
 
-/** Embeddings through any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, llama.cpp, vLLM …). */
+/**
+ * Embeddings through any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, llama.cpp, vLLM …), taken from
+ * the endpoint's provider: its client (the SDK loads on the first request), settings and redaction.
+ */
 export class OpenAiEmbedder implements Embedder {
   readonly model: string;
   onUsage?: (usage: LlmUsage) => void;
-  private client: Promise<OpenAI> | undefined;
   private readonly batchSize: number;
 
   constructor(private readonly options: OpenAiEmbedderOptions) {
@@ -49,40 +49,22 @@ export class OpenAiEmbedder implements Embedder {
     this.onUsage = options.onUsage;
   }
 
-  /** The SDK loads on the first embedding request, not at start-up. */
-  private sdk(): Promise<OpenAI> {
-    this.client ??= import("openai").then(
-      ({ default: OpenAIClient }) =>
-        new OpenAIClient({
-          // Local servers accept any key; the SDK insists on one.
-          apiKey: this.options.apiKey ?? "not-needed",
-          baseURL: this.options.baseUrl,
-          timeout: this.options.timeoutMs,
-          maxRetries: this.options.maxRetries,
-        }),
-    );
-    return this.client;
-  }
-
   async embed(
     texts: string[],
     options: { interactive?: boolean; signal?: AbortSignal } = {},
   ): Promise<Float32Array[]> {
     const vectors: Float32Array[] = [];
+    const { provider } = this.options;
     const requestOptions = options.interactive
       ? {
           signal: options.signal,
-          timeout: Math.min(INTERACTIVE_TIMEOUT_MS, this.options.timeoutMs),
+          timeoutMs: Math.min(INTERACTIVE_TIMEOUT_MS, provider.settings.timeoutMs),
           maxRetries: 0,
         }
       : { signal: options.signal };
     for (let start = 0; start < texts.length; start += this.batchSize) {
       const batch = texts.slice(start, start + this.batchSize);
-      const response = await (await this.sdk()).embeddings.create(
-        // "float" explicitly: several compatible servers ignore the SDK's default base64 request.
-        { model: this.model, input: batch, encoding_format: "float" },
-        requestOptions,
-      );
+      const response = await provider.embeddings(this.model, batch, requestOptions);
       const parsed = embeddingResponseSchema.safeParse(response);
       if (!parsed.success || parsed.data.data.length !== batch.length) {
         throw new MagpieError(

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
 import { MagpieError } from "../lib/errors.js";
-import { primaryEndpoint } from "../llm/provider.js";
+import { type LlmProviders, llmProviders } from "../llm/provider.js";
 
 /** Spoken audio: OGG/Opus (a voice note anywhere) or WAV (an audio file until it is encoded). */
 export interface Speech {
@@ -34,21 +34,18 @@ export function opusEncoder(): string | null {
 }
 
 /**
- * `/audio/speech` of the OpenAI-compatible endpoint, asking for `opus` (an OGG/Opus file: a voice note as it is).
- * The `openai` SDK is loaded on the first spoken reply, not at start-up.
+ * `/audio/speech` of `llm`'s endpoint provider (its client, its redaction), asking for `opus` (an OGG/Opus file: a
+ * voice note as it is). The `openai` SDK is loaded on the first spoken reply, not at start-up.
  */
-export function llmSynthesizer(config: MagpieConfig): Synthesizer {
+export function llmSynthesizer(
+  config: MagpieConfig,
+  providers: LlmProviders = llmProviders(config),
+): Synthesizer {
   const model = config.voice.speechModel ?? "tts-1";
   const voice = config.voice.voice ?? "alloy";
-  const endpoint = primaryEndpoint(config);
+  const provider = providers.primary();
   return async (text) => {
-    const response = await (await endpoint.client()).audio.speech.create({
-      model,
-      voice,
-      input: text,
-      response_format: "opus",
-    });
-    const bytes = Buffer.from(await response.arrayBuffer());
+    const bytes = await provider.speech(model, voice, text, "opus");
     return { bytes, format: isOggOpus(bytes) ? "ogg" : "wav" };
   };
 }

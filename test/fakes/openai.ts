@@ -77,6 +77,8 @@ export interface OpenAiFake {
   embeddingRequests: Array<{ model: string; input: string[] }>;
   /** `/audio/transcriptions` requests: the model and the audio file's size. */
   transcriptionRequests: Array<{ model: string; bytes: number }>;
+  /** The file name each `/audio/transcriptions` request sent its audio under, in the same order. */
+  transcriptionFileNames: string[];
   /** What `/audio/transcriptions` answers. */
   transcript: string;
   /** `/audio/speech` requests, in order. */
@@ -153,6 +155,7 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
     requestHeaders: [],
     embeddingRequests: [],
     transcriptionRequests: [],
+    transcriptionFileNames: [],
     transcript: "fake transcript",
     speechRequests: [],
     speechStatus: null,
@@ -187,6 +190,7 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
       const model = /name="model"\r\n\r\n([^\r]*)/.exec(raw)?.[1] ?? "";
       const file = /name="file"[^\r]*\r\n(?:[^\r]+\r\n)*\r\n([\s\S]*?)\r\n--/.exec(raw)?.[1] ?? "";
       fake.transcriptionRequests.push({ model, bytes: file.length });
+      fake.transcriptionFileNames.push(/name="file"; filename="([^"\r]*)"/.exec(raw)?.[1] ?? "");
       return json(response, 200, { text: fake.transcript });
     }
     const raw = Buffer.concat(chunks).toString("utf8");
