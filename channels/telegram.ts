@@ -106,23 +106,22 @@ export class TelegramChannel implements ChannelAdapter {
     });
     this.bot.api.config.use(async (previous, method, payload, signal) => {
       if (method !== "getUpdates") return previous(method, payload, signal);
-      // grammY types its signal with the abort-controller polyfill; at runtime it is Node's AbortSignal.
+      // grammY's signal is the abort-controller polyfill's (typed and made so): Node's AbortSignal.any would take
+      // it without following it, so the poll's own controller follows it by listener.
       const grammySignal = signal as AbortSignal | undefined;
       for (;;) {
         // Each long poll can be abandoned on its own (`reconnect`) without stopping grammY's loop.
         const cycle = new AbortController();
         this.cycle = cycle;
+        const follow = () => cycle.abort();
+        if (grammySignal?.aborted) follow();
+        grammySignal?.addEventListener("abort", follow);
         // Once stopping, grammY's last getUpdates only confirms the offset: a server that holds it must not
         // hold up the shutdown.
-        const stopping = this.stopped ? [AbortSignal.timeout(3000)] : [];
-        const combined = AbortSignal.any([
-          cycle.signal,
-          ...stopping,
-          ...(grammySignal ? [grammySignal] : []),
-        ]);
+        const giveUp = this.stopped ? setTimeout(follow, 3000) : undefined;
         try {
           // Node's signal where grammY's type names the polyfill (node-fetch takes either).
-          const result = await previous(method, payload, combined as typeof signal);
+          const result = await previous(method, payload, cycle.signal as typeof signal);
           this.pollFailures = 0;
           if (!this.stopped) this.status$.received();
           return result;
@@ -137,6 +136,8 @@ export class TelegramChannel implements ChannelAdapter {
           }
           throw error;
         } finally {
+          clearTimeout(giveUp);
+          grammySignal?.removeEventListener("abort", follow);
           if (this.cycle === cycle) this.cycle = null;
         }
       }
