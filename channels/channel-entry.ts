@@ -3,6 +3,7 @@ import type { ChannelAccessConfig } from "../src/config/sections/channel-access.
 import type { ChannelAdapter } from "../src/core/types.js";
 import { errorMessage } from "../src/lib/errors.js";
 import type { ChannelDeps } from "./channel-deps.js";
+import type { Liveness } from "./liveness.js";
 
 /** One line of `magpie doctor`. */
 export interface ChannelCheck {
@@ -52,6 +53,12 @@ export interface ChannelEntry<Name extends string = string, Schema extends z.Zod
    * one poller, and redelivers what was not acknowledged).
    */
   restartOverlap?: boolean;
+  /**
+   * Inbound liveness: how long the channel may go without completing a receive cycle before it is reconnected
+   * (`livenessLimit(section, <its cycle + a margin>)`); null or absent when nothing is received in cycles (a
+   * webhook only waits to be called).
+   */
+  liveness?(section: z.output<Schema>): Liveness | null;
   /** Whether the channel runs: `enabled`, or by default whether its credentials are present. */
   isEnabled(section: z.output<Schema>): boolean;
   /** Cross-key rules zod alone can't express, as `channels.<name>.<key>: …` lines. */

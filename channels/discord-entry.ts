@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { channelAccessKeys } from "../src/config/sections/channel-access.js";
 import { credentialCheck, defineChannel } from "./channel-entry.js";
+import { livenessLimit } from "./liveness.js";
 
 const MB = 1024 * 1024;
 
@@ -24,6 +25,10 @@ export const discordChannel = defineChannel({
   buttons: true,
   edits: true,
   restartOverlap: true,
+  // The gateway's heartbeat (Discord asks for one every ~41 s) is acked each time; discord.js drops a connection
+  // that misses one ack, so two heartbeats and a reconnect's worth of margin is down. Discord sets the pace, so a
+  // silentAfterSecs below ~90 s would call a healthy quiet connection down.
+  liveness: (section) => livenessLimit(section, 120),
   isEnabled: (section) => section.enabled ?? Boolean(section.token),
   doctor: async (section, probe) => [
     await credentialCheck("discord", "DISCORD_BOT_TOKEN or channels.discord.token", async () => {

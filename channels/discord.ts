@@ -129,6 +129,10 @@ export class DiscordChannel implements ChannelAdapter {
     client.on(Events.ShardReconnecting, () =>
       this.status$.set("reconnecting", "gateway connection lost; reconnecting"),
     );
+    // Every gateway dispatch is a completed receive; between them the heartbeat acks count (see `status`).
+    client.on(Events.Raw, () => {
+      if (!this.stopped) this.status$.received();
+    });
     client.on(Events.ShardResume, () => this.status$.set("connected"));
     client.on(Events.ShardReady, () => this.status$.set("connected"));
     client.on(Events.ShardError, (error) =>
@@ -370,8 +374,25 @@ export class DiscordChannel implements ChannelAdapter {
     this.status$.set("stopped");
   }
 
+  /** The gateway acked no heartbeat within the liveness limit: a new gateway session (discord.js's own zombie check missed it). */
+  reconnect(reason: string): void {
+    if (this.stopped) return;
+    this.status$.set("reconnecting", reason);
+    this.deps.logger.warn({ channel: this.name, reason }, "discord gateway silent; logging in again");
+    this.client
+      .destroy()
+      .catch(() => undefined)
+      .then(() => (this.stopped ? undefined : this.connect(0)))
+      .catch(() => undefined);
+  }
+
   status(): ChannelStatus {
-    return this.status$.get();
+    const status = this.status$.get();
+    // discord.js keeps when each shard's last acknowledged heartbeat was sent.
+    let heartbeat = 0;
+    for (const shard of this.client.ws.shards.values())
+      heartbeat = Math.max(heartbeat, shard.lastPingTimestamp);
+    return heartbeat > (status.lastReceiveAt ?? 0) ? { ...status, lastReceiveAt: heartbeat } : status;
   }
 }
 

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { channelAccessKeys } from "../src/config/sections/channel-access.js";
 import { errorMessage } from "../src/lib/errors.js";
 import { defineChannel } from "./channel-entry.js";
+import { livenessLimit } from "./liveness.js";
 
 const MB = 1024 * 1024;
 
@@ -39,6 +40,9 @@ export const emailSchema = z.strictObject({
 export type EmailConfig = z.output<typeof emailSchema>;
 
 /** E-mail in the channel catalog. */
+/** How often the IMAP connection is proven alive with a NOOP (IDLE says nothing while no mail arrives), in seconds. */
+export const EMAIL_NOOP_SECS = 200;
+
 export const emailChannel = defineChannel({
   name: "email",
   label: "E-mail",
@@ -61,6 +65,8 @@ export const emailChannel = defineChannel({
   pairing: true,
   buttons: false,
   edits: false,
+  // IDLE is quiet while no mail comes: a NOOP every EMAIL_NOOP_SECS is the receive cycle, and a margin on top.
+  liveness: (section) => livenessLimit(section, EMAIL_NOOP_SECS + 100),
   isEnabled: (section) => section.enabled ?? Boolean(section.address && section.imap && section.smtp),
   configProblems: (section) => {
     if (!(section.enabled ?? section.address)) return [];

@@ -21,7 +21,7 @@ import { backoffDelay } from "./backoff.js";
 import type { ChannelDeps } from "./channel-deps.js";
 import { verifySender } from "./email-auth.js";
 import { parseMail, readMailBody } from "./email-body.js";
-import type { EmailConfig } from "./email-entry.js";
+import { EMAIL_NOOP_SECS, type EmailConfig } from "./email-entry.js";
 import {
   ENVELOPE_FIELDS,
   MAX_REFERENCES,
@@ -30,6 +30,7 @@ import {
   stripRe,
 } from "./email-envelope.js";
 import { renderMarkdown } from "./format/markdown.js";
+import { livenessLimit, receiveCycleSecs } from "./liveness.js";
 import { readOutboundFile, sendParts } from "./send-parts.js";
 import { StatusTracker } from "./status-tracker.js";
 
@@ -117,6 +118,9 @@ export class EmailChannel implements ChannelAdapter {
   private stopped = false;
   private failures = 0;
   private retryTimer: NodeJS.Timeout | null = null;
+  /** The NOOP round that proves the connection alive (inbound liveness). */
+  private noopTimer: NodeJS.Timeout | null = null;
+  private readonly noopMs: number;
   /** One mailbox scan at a time; a new-mail signal during a scan runs one more scan after it. */
   private scanning: Promise<void> = Promise.resolve();
   private rescan = false;
@@ -136,6 +140,7 @@ export class EmailChannel implements ChannelAdapter {
       throw new MagpieError("channel.email.no_password", `E-mail has no password. ${PASSWORD_HINT}`);
     }
     this.address = address.toLowerCase();
+    this.noopMs = 1000 * receiveCycleSecs(livenessLimit(this.config, EMAIL_NOOP_SECS + 100), EMAIL_NOOP_SECS);
     this.imapServer = imap;
     const port = portOf(smtp, 465, 587);
     this.transport = nodemailer.createTransport({
@@ -163,8 +168,21 @@ export class EmailChannel implements ChannelAdapter {
     }
   }
 
+  /**
+   * The connection answered no NOOP within the liveness limit (a server that keeps the socket but has stopped
+   * answering): drop it; its close starts a fresh connection.
+   */
+  reconnect(reason: string): void {
+    const client = this.client;
+    if (this.stopped || !client) return;
+    this.status$.set("reconnecting", reason);
+    this.deps.logger.warn({ channel: this.name, reason }, "imap connection silent; reconnecting");
+    client.close();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.noopTimer) clearInterval(this.noopTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     const client = this.client;
@@ -212,8 +230,29 @@ export class EmailChannel implements ChannelAdapter {
       this.status$.set("reconnecting", "IMAP connection closed");
       this.scheduleReconnect();
     });
-    this.status$.set("connected");
+    this.status$.received();
     this.requestScan();
+    this.startNoops(client);
+  }
+
+  /** A NOOP every cycle (one at a time): each answer is a completed receive cycle. */
+  private startNoops(client: ImapFlow): void {
+    if (this.noopTimer) clearInterval(this.noopTimer);
+    let inFlight = false;
+    this.noopTimer = setInterval(() => {
+      if (inFlight || this.client !== client) return;
+      inFlight = true;
+      client
+        .noop()
+        .then(() => {
+          if (this.client === client && !this.stopped) this.status$.received();
+        })
+        .catch((error: unknown) => this.deps.logger.warn({ err: errorMessage(error) }, "imap noop failed"))
+        .finally(() => {
+          inFlight = false;
+        });
+    }, this.noopMs);
+    this.noopTimer.unref();
   }
 
   private scheduleReconnect(): void {

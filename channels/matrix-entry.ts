@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { channelAccessKeys } from "../src/config/sections/channel-access.js";
 import { credentialCheck, defineChannel } from "./channel-entry.js";
+import { livenessLimit } from "./liveness.js";
 
 const MB = 1024 * 1024;
 
@@ -24,6 +25,9 @@ export const matrixSchema = z.strictObject({
 
 export type MatrixConfig = z.infer<typeof matrixSchema>;
 
+/** How long the homeserver may hold one /sync (long poll), in seconds. */
+export const MATRIX_SYNC_SECS = 30;
+
 /** Matrix in the channel catalog. */
 export const matrixChannel = defineChannel({
   name: "matrix",
@@ -36,6 +40,8 @@ export const matrixChannel = defineChannel({
   pairing: true,
   buttons: true,
   edits: true,
+  // A /sync returns within its timeout even when nothing happens: silent past it plus a margin is down.
+  liveness: (section) => livenessLimit(section, MATRIX_SYNC_SECS + 15),
   isEnabled: (section) => section.enabled ?? Boolean(section.accessToken && section.homeserverUrl),
   configProblems: (section) =>
     (section.enabled ?? Boolean(section.accessToken)) && !section.homeserverUrl

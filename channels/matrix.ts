@@ -23,7 +23,9 @@ import type { ChannelDeps } from "./channel-deps.js";
 import type { RenderedPart } from "./format/chunk.js";
 import { renderParts } from "./format/chunk.js";
 import { renderMarkdown } from "./format/markdown.js";
+import { livenessLimit, receiveCycleSecs } from "./liveness.js";
 import type { MatrixConfig } from "./matrix-entry.js";
+import { MATRIX_SYNC_SECS } from "./matrix-entry.js";
 import { type OutboundFile, readOutboundFile, sendParts } from "./send-parts.js";
 import { StatusTracker } from "./status-tracker.js";
 
@@ -33,8 +35,6 @@ const TOKEN_HINT = "Check MATRIX_ACCESS_TOKEN or channels.matrix.accessToken.";
  * and formatted_body), so parts stay well below that even in 4-byte characters with HTML escapes.
  */
 const LIMIT = 6000;
-/** How long the homeserver may hold one /sync (long poll). */
-const SYNC_TIMEOUT_MS = 30_000;
 /** Reactions standing in for buttons, in order. */
 export const NUMBER_KEYS = ["1️⃣", "2️⃣", "3️⃣", "4️⃣", "5️⃣", "6️⃣", "7️⃣", "8️⃣", "9️⃣", "🔟"];
 /** Message content key listing a message's buttons (reaction key, id, label), so any client can show them. */
@@ -105,10 +105,16 @@ export class MatrixChannel implements ChannelAdapter {
   private abort = new AbortController();
   private retryTimer: NodeJS.Timeout | null = null;
   private loop: Promise<void> | null = null;
+  /** The /sync in flight: `reconnect` abandons it alone (the loop's `abort` is for stopping). */
+  private cycle: AbortController | null = null;
+  /** How long the homeserver may hold one /sync: fitted within the liveness limit. */
+  private readonly syncMs: number;
   private txn = 0;
 
   constructor(private readonly deps: ChannelDeps) {
     this.config = deps.config.channels.matrix;
+    this.syncMs =
+      1000 * receiveCycleSecs(livenessLimit(this.config, MATRIX_SYNC_SECS + 15), MATRIX_SYNC_SECS);
     if (!this.config.accessToken || !this.config.homeserverUrl) {
       throw new MagpieError(
         "channel.matrix.no_token",
@@ -170,17 +176,23 @@ export class MatrixChannel implements ChannelAdapter {
     let failures = 0;
     let since = this.deps.store.kv.get(this.sinceKey, z.string());
     while (!this.stopped) {
+      const cycle = new AbortController();
+      this.cycle = cycle;
       try {
         const response = await this.client.http.authedRequest<SyncResponse>(
           Method.Get,
           "/sync",
-          { timeout: String(since ? SYNC_TIMEOUT_MS : 0), ...(since ? { since } : {}) },
+          { timeout: String(since ? this.syncMs : 0), ...(since ? { since } : {}) },
           undefined,
-          { abortSignal: this.abort.signal, localTimeoutMs: SYNC_TIMEOUT_MS + 15_000, priority: "auto" },
+          {
+            abortSignal: AbortSignal.any([this.abort.signal, cycle.signal]),
+            localTimeoutMs: this.syncMs + 15_000,
+            priority: "auto",
+          },
         );
         failures = 0;
         if (this.stopped) return;
-        this.status$.set("connected");
+        this.status$.received();
         // The very first sync only fixes the starting point: the history it returns was before Magpie.
         await this.handleSync(response, since === undefined);
         since = response.next_batch;
@@ -193,8 +205,12 @@ export class MatrixChannel implements ChannelAdapter {
           this.status$.set("failed", `The Matrix homeserver rejected the access token (401). ${TOKEN_HINT}`);
           return;
         }
+        // Abandoned by `reconnect` (the sync hung past the channel's limit): sync again at once.
+        if (cycle.signal.aborted) continue;
         this.status$.set("reconnecting", `sync failed: ${errorMessage(error)}`);
         await this.sleep(backoffDelay(failures++, 500, 30_000));
+      } finally {
+        if (this.cycle === cycle) this.cycle = null;
       }
     }
   }
@@ -534,6 +550,14 @@ export class MatrixChannel implements ChannelAdapter {
     return this.files.download(
       `${this.config.homeserverUrl}/_matrix/client/v1/media/download/${match[1]}/${match[2]}`,
     );
+  }
+
+  /** The running /sync hung past the liveness limit: abandon it and sync again on a fresh request. */
+  reconnect(reason: string): void {
+    if (this.stopped || !this.cycle) return;
+    this.status$.set("reconnecting", reason);
+    this.deps.logger.warn({ channel: this.name, reason }, "matrix sync abandoned; syncing again");
+    this.cycle.abort();
   }
 
   async stop(): Promise<void> {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { channelAccessKeys } from "../src/config/sections/channel-access.js";
 import { type ChannelCheck, credentialCheck, defineChannel } from "./channel-entry.js";
+import { livenessLimit } from "./liveness.js";
 
 const MB = 1024 * 1024;
 
@@ -29,6 +30,9 @@ export const slackChannel = defineChannel({
   pairing: true,
   buttons: true,
   edits: true,
+  // Socket Mode pings every few seconds (the client drops a socket without a pong after 5 s): silent for 30 s is
+  // down. HTTP events only wait to be called.
+  liveness: (section) => (section.appToken ? livenessLimit(section, 30) : null),
   isEnabled: (section) => section.enabled ?? Boolean(section.botToken),
   doctor: async (section, probe) => {
     const checks: ChannelCheck[] = [

@@ -1,3 +1,4 @@
+import diagnostics from "node:diagnostics_channel";
 import type { App, Receiver, ReceiverEvent } from "@slack/bolt";
 import { SocketModeClient } from "@slack/socket-mode";
 import type { Logger } from "pino";
@@ -9,6 +10,8 @@ export interface SocketReceiverOptions {
   clientOptions: Record<string, unknown>;
   logger: Logger;
   onState(state: "connected" | "reconnecting", detail?: string): void;
+  /** A ping or pong came over the socket: a completed receive cycle (inbound liveness). */
+  onReceive(): void;
   clientPingTimeoutMs?: number;
 }
 
@@ -24,6 +27,15 @@ export class AckAfterProcessingSocketReceiver implements Receiver {
   private stopping = false;
   private attempt = 0;
   private retryTimer: NodeJS.Timeout | null = null;
+  /**
+   * The socket-mode client pings Slack every few seconds and Slack pings back; undici publishes each frame on these
+   * diagnostics channels (the client itself watches them). They carry every undici WebSocket's frames, and the
+   * client's socket is private: a frame counts while this client's socket is open (Magpie runs one Slack socket).
+   */
+  private readonly onFrame = () => {
+    if (this.open && !this.stopping) this.options.onReceive();
+  };
+  private open = false;
 
   constructor(private readonly options: SocketReceiverOptions) {
     this.client = new SocketModeClient({
@@ -65,7 +77,22 @@ export class AckAfterProcessingSocketReceiver implements Receiver {
         await args.ack(response).catch(() => undefined);
       },
     );
-    this.client.on("disconnected", () => this.scheduleReconnect("socket closed"));
+    this.client.on("connected", () => {
+      this.open = true;
+    });
+    this.client.on("disconnected", () => {
+      this.open = false;
+      this.scheduleReconnect("socket closed");
+    });
+    diagnostics.subscribe("undici:websocket:pong", this.onFrame);
+    diagnostics.subscribe("undici:websocket:ping", this.onFrame);
+  }
+
+  /** The socket answered nothing within the liveness limit: close it; the close opens a fresh one. */
+  reconnect(reason: string): void {
+    if (this.stopping) return;
+    this.options.onState("reconnecting", reason);
+    this.client.disconnect().catch(() => this.scheduleReconnect(reason));
   }
 
   init(app: App): void {
@@ -104,6 +131,9 @@ export class AckAfterProcessingSocketReceiver implements Receiver {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.open = false;
+    diagnostics.unsubscribe("undici:websocket:pong", this.onFrame);
+    diagnostics.unsubscribe("undici:websocket:ping", this.onFrame);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     await this.client.disconnect().catch(() => undefined);

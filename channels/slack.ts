@@ -150,6 +150,7 @@ export class SlackChannel implements ChannelAdapter {
         logger: deps.logger,
         clientPingTimeoutMs: tuning.clientPingTimeoutMs,
         onState: (state, detail) => this.status$.set(state, detail),
+        onReceive: () => this.status$.received(),
       });
     } else {
       if (!config.signingSecret) {
@@ -522,6 +523,11 @@ export class SlackChannel implements ChannelAdapter {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.socketReceiver?.stop();
     this.status$.set("stopped");
+  }
+
+  /** Socket Mode answered no ping within the liveness limit: a fresh socket (HTTP events have no cycle). */
+  reconnect(reason: string): void {
+    this.socketReceiver?.reconnect(reason);
   }
 
   status(): ChannelStatus {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { channelAccessKeys } from "../src/config/sections/channel-access.js";
 import { credentialCheck, defineChannel } from "./channel-entry.js";
+import { livenessLimit } from "./liveness.js";
 
 const MB = 1024 * 1024;
 
@@ -19,6 +20,9 @@ export const telegramSchema = z.strictObject({
   webhookUrl: z.string().url().optional(),
 });
 
+/** How long Telegram holds one getUpdates long poll (grammY's default). */
+export const TELEGRAM_LONG_POLL_SECS = 30;
+
 /** Telegram in the channel catalog. */
 export const telegramChannel = defineChannel({
   name: "telegram",
@@ -31,6 +35,9 @@ export const telegramChannel = defineChannel({
   pairing: true,
   buttons: true,
   edits: true,
+  // A long poll returns within its timeout even when nothing arrives: silent past it plus a margin is down.
+  liveness: (section) =>
+    section.mode === "webhook" ? null : livenessLimit(section, TELEGRAM_LONG_POLL_SECS + 15),
   isEnabled: (section) => section.enabled ?? Boolean(section.token),
   configProblems: (section) =>
     section.mode === "webhook" && !section.webhookSecret

@@ -29,6 +29,7 @@ import type { ChannelDeps } from "./channel-deps.js";
 import { type RenderedPart, renderParts } from "./format/chunk.js";
 import { renderMarkdown } from "./format/markdown.js";
 import { type Pacer, telegramPacer } from "./format/pacer.js";
+import { livenessLimit, receiveCycleSecs } from "./liveness.js";
 import {
   formattedOrPlain,
   hasCaption,
@@ -37,6 +38,7 @@ import {
   sendParts,
 } from "./send-parts.js";
 import { StatusTracker } from "./status-tracker.js";
+import { TELEGRAM_LONG_POLL_SECS } from "./telegram-entry.js";
 
 const TOKEN_HINT = "Check TELEGRAM_BOT_TOKEN or channels.telegram.token.";
 const LIMIT = 4096;
@@ -71,9 +73,17 @@ export class TelegramChannel implements ChannelAdapter {
   private stopped = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private pollFailures = 0;
+  /** The getUpdates long poll in flight, if any. */
+  private cycle: AbortController | null = null;
+  /** Seconds grammY asks Telegram to hold a long poll: fitted within the liveness limit. */
+  private readonly pollSecs: number;
 
   constructor(private readonly deps: ChannelDeps) {
     this.config = deps.config.channels.telegram;
+    this.pollSecs = receiveCycleSecs(
+      livenessLimit(this.config, TELEGRAM_LONG_POLL_SECS + 15),
+      TELEGRAM_LONG_POLL_SECS,
+    );
     const token = this.config.token;
     if (!token) {
       throw new MagpieError(
@@ -96,25 +106,50 @@ export class TelegramChannel implements ChannelAdapter {
     });
     this.bot.api.config.use(async (previous, method, payload, signal) => {
       if (method !== "getUpdates") return previous(method, payload, signal);
-      try {
-        const result = await previous(method, payload, signal);
-        this.pollFailures = 0;
-        if (!this.stopped) this.status$.set("connected");
-        return result;
-      } catch (error) {
-        if (this.stopped || signal?.aborted) throw error;
-        this.status$.set("reconnecting", `getUpdates failed: ${errorMessage(error)}`);
-        // grammY retries after a fixed 3 s; from the second failure in a row, wait longer each time.
-        if (this.pollFailures++ > 0 && !(error instanceof GrammyError && error.error_code === 401)) {
-          // grammY types its signal with the abort-controller polyfill; at runtime it is Node's AbortSignal.
-          await abortableSleep(
-            backoffDelay(this.pollFailures - 1, 1000, 60_000),
-            signal as AbortSignal | undefined,
-          );
+      // grammY's signal is the abort-controller polyfill's (typed and made so): Node's AbortSignal.any would take
+      // it without following it, so the poll's own controller follows it by listener.
+      const grammySignal = signal as AbortSignal | undefined;
+      for (;;) {
+        // Each long poll can be abandoned on its own (`reconnect`) without stopping grammY's loop.
+        const cycle = new AbortController();
+        this.cycle = cycle;
+        const follow = () => cycle.abort();
+        if (grammySignal?.aborted) follow();
+        grammySignal?.addEventListener("abort", follow);
+        // Once stopping, grammY's last getUpdates only confirms the offset: a server that holds it must not
+        // hold up the shutdown.
+        const giveUp = this.stopped ? setTimeout(follow, 3000) : undefined;
+        try {
+          // Node's signal where grammY's type names the polyfill (node-fetch takes either).
+          const result = await previous(method, payload, cycle.signal as typeof signal);
+          this.pollFailures = 0;
+          if (!this.stopped) this.status$.received();
+          return result;
+        } catch (error) {
+          if (this.stopped || grammySignal?.aborted) throw error;
+          // Abandoned by `reconnect` (the poll hung past the channel's limit): ask again at once, on a new socket.
+          if (cycle.signal.aborted) continue;
+          this.status$.set("reconnecting", `getUpdates failed: ${errorMessage(error)}`);
+          // grammY retries after a fixed 3 s; from the second failure in a row, wait longer each time.
+          if (this.pollFailures++ > 0 && !(error instanceof GrammyError && error.error_code === 401)) {
+            await abortableSleep(backoffDelay(this.pollFailures - 1, 1000, 60_000), grammySignal);
+          }
+          throw error;
+        } finally {
+          clearTimeout(giveUp);
+          grammySignal?.removeEventListener("abort", follow);
+          if (this.cycle === cycle) this.cycle = null;
         }
-        throw error;
       }
     });
+  }
+
+  /** The running long poll hung past the liveness limit: abandon it and poll again on a fresh connection. */
+  reconnect(reason: string): void {
+    if (this.stopped || this.config.mode === "webhook") return;
+    this.status$.set("reconnecting", reason);
+    this.deps.logger.warn({ channel: this.name, reason }, "telegram long poll abandoned; polling again");
+    this.cycle?.abort();
   }
 
   async start(sink: InboundSink): Promise<void> {
@@ -173,7 +208,11 @@ export class TelegramChannel implements ChannelAdapter {
       return;
     }
     this.bot
-      .start({ drop_pending_updates: false, onStart: () => this.status$.set("connected") })
+      .start({
+        drop_pending_updates: false,
+        timeout: this.pollSecs,
+        onStart: () => this.status$.set("connected"),
+      })
       .catch((error) => {
         const detail =
           error instanceof GrammyError && error.error_code === 401

@@ -26,10 +26,13 @@ export interface ChannelReloadDeps {
 
 /**
  * Keys of a channel section that access control reads at each message (`dmPolicy`, `allowFrom`, `groups` …): a
- * change there is taken over without touching the connection. Every other key (token, API root, mode, pacing …)
+ * change there is taken over without touching the connection. Every other key (token, API root, mode, pacing,
+ * silentAfterSecs — the receive cycle is fitted to it …)
  * is the adapter's own, and a change restarts it.
  */
-const ACCESS_KEYS = new Set(Object.keys(channelAccessKeys).filter((key) => key !== "pacing"));
+const ACCESS_KEYS = new Set(
+  Object.keys(channelAccessKeys).filter((key) => key !== "pacing" && key !== "silentAfterSecs"),
+);
 
 /**
  * Channels after a config reload (DESIGN.md → Configuration → Reload): a catalog channel turned on is built from the

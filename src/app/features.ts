@@ -4,6 +4,7 @@ import { dashboardFeature } from "./dashboard-feature.js";
 import { deliveryFailoverFeature } from "./delivery-failover-feature.js";
 import type { MagpieFeature } from "./feature.js";
 import { hardwareFeature } from "./hardware-feature.js";
+import { livenessFeature } from "./liveness-feature.js";
 import { mcpFeature } from "./mcp-feature.js";
 import { memoryFeature } from "./memory-feature.js";
 import { metricsFeature } from "./metrics-feature.js";
@@ -26,6 +27,7 @@ export const features: MagpieFeature[] = [
   traceFeature,
   undeliverableFeature,
   deliveryFailoverFeature,
+  livenessFeature,
   retentionFeature,
   hardwareFeature,
   triggersFeature,

@@ -15,6 +15,8 @@ export interface OwnerAlert {
   text: string;
   /** A chat the DM must not go to (the one that refuses replies). */
   except?: { channel: string; chatId: string };
+  /** A channel the DM must not go to at all (the one that is down). */
+  exceptChannel?: string;
 }
 
 /**
@@ -23,7 +25,7 @@ export interface OwnerAlert {
  */
 export function ownerAlerter(app: AppContext, logger: Logger): (alert: OwnerAlert) => void {
   /** The owner's first direct chat (the oldest DM from an owner), other than `except`. */
-  const ownerDm = (except: OwnerAlert["except"]): ReplyTarget | null => {
+  const ownerDm = (except: OwnerAlert["except"], exceptChannel?: string): ReplyTarget | null => {
     const rows = ownerChats.all(
       app.store.db
         .prepare(
@@ -37,19 +39,20 @@ export function ownerAlerter(app: AppContext, logger: Logger): (alert: OwnerAler
     const found = rows.find(
       (row) =>
         !(except && row.channel === except.channel && row.chat_id === except.chatId) &&
+        row.channel !== exceptChannel &&
         authority.roleOf(row.channel, row.user_id) === "owner",
     );
     return found ? { channel: found.channel, chatId: found.chat_id } : null;
   };
 
-  return ({ title, text, except }) => {
+  return ({ title, text, except, exceptChannel }) => {
     const notifier = app.services.notifier;
     if (notifier.configured) {
       notifier
         .send({ title, message: text, priority: 1 })
         .catch((error: unknown) => logger.warn({ err: error }, "owner-phone-alert-failed"));
     }
-    const dm = ownerDm(except);
+    const dm = ownerDm(except, exceptChannel);
     if (dm) app.messenger.send(dm, { text, format: "plain" }, "notice");
   };
 }

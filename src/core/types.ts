@@ -111,6 +111,8 @@ export interface ChannelStatus {
   state: ChannelState;
   detail?: string;
   since: number;
+  /** When the channel last completed a receive cycle (a long poll, a heartbeat ack, a /sync): inbound liveness. */
+  lastReceiveAt?: number;
 }
 
 export interface ButtonPress {
@@ -173,6 +175,11 @@ export interface ChannelAdapter {
   send(target: ReplyTarget, message: OutboundMessage, progress?: SendProgress): Promise<SendResult>;
   stop(): Promise<void>;
   status(): ChannelStatus;
+  /**
+   * Abandons a receive cycle that hangs (the channel reported connected but completed none within its limit) and
+   * starts a fresh one; the status says `reconnecting` with `reason` until a cycle completes.
+   */
+  reconnect?(reason: string): void;
   typing?(target: ReplyTarget): Promise<void>;
   edit?(target: ReplyTarget, messageId: string, message: OutboundMessage): Promise<void>;
   download?(attachment: Attachment): Promise<Buffer>;

@@ -5,7 +5,8 @@ import type { HttpApp } from "./server.js";
 
 /**
  * `GET /healthz` (alive: 503 while the event loop is or lately was blocked past `http.maxEventLoopBlockMs`) and
- * `GET /readyz` (database open and every enabled channel connected).
+ * `GET /readyz` (database open and every enabled channel connected; `down` names those that are not — a channel
+ * silent past its liveness limit says `reconnecting` until it completes a receive cycle again).
  */
 export function registerHealthRoutes(
   app: HttpApp,
@@ -25,8 +26,8 @@ export function registerHealthRoutes(
     const channels: Record<string, ChannelStatus> = {};
     for (const [name, adapter] of deps.adapters()) channels[name] = adapter.status();
     const database = deps.store.isOpen;
-    const ready =
-      deps.started() && database && Object.values(channels).every((status) => status.state === "connected");
-    return c.json({ ready, database: database ? "open" : "closed", channels }, ready ? 200 : 503);
+    const down = Object.keys(channels).filter((name) => channels[name]?.state !== "connected");
+    const ready = deps.started() && database && down.length === 0;
+    return c.json({ ready, database: database ? "open" : "closed", down, channels }, ready ? 200 : 503);
   });
 }

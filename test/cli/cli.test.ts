@@ -115,7 +115,7 @@ describe("magpie CLI", () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(ready!.status).toBe(200);
-    expect(await ready!.json()).toEqual({ ready: true, database: "open", channels: {} });
+    expect(await ready!.json()).toEqual({ ready: true, database: "open", down: [], channels: {} });
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
     // Logs are JSON lines when not in a terminal.
     expect(

@@ -56,6 +56,12 @@ export class FakeMatrix {
   holdMs = 150;
   /** While true, every request's socket is destroyed without an answer (network loss). */
   dropping = false;
+  /**
+   * While true, /sync is never answered and its socket stays open (a long poll that hangs: the client thinks it
+   * is connected and receives nothing); other requests still answer. `resumeReceives()` ends it.
+   */
+  stalled = false;
+  private stalledSyncs: Array<() => void> = [];
   typingCount = 0;
   private failures: ScriptedFailure[] = [];
   private waiters: Array<() => void> = [];
@@ -146,6 +152,17 @@ export class FakeMatrix {
   /** Events the bot sent (send API), in order, failed ones excluded. */
   sentEvents(type?: string): MatrixEvent[] {
     return this.timeline.filter((event) => event.sender === MATRIX_BOT && (!type || event.type === type));
+  }
+
+  /** /sync hangs from now on (see `stalled`). */
+  stallReceives(): void {
+    this.stalled = true;
+  }
+
+  /** /sync is answered again; one still held from the stall is answered now. */
+  resumeReceives(): void {
+    this.stalled = false;
+    for (const answer of this.stalledSyncs.splice(0)) answer();
   }
 
   private wake(): void {
@@ -255,6 +272,7 @@ export class FakeMatrix {
 
   /** Long poll: events after `since` (an index into the timeline) for joined rooms, plus pending invites. */
   private async sync(url: URL, response: ServerResponse): Promise<void> {
+    if (this.stalled) await new Promise<void>((resolve) => this.stalledSyncs.push(resolve));
     const since = Number(url.searchParams.get("since") ?? "NaN");
     const timeout = Math.min(Number(url.searchParams.get("timeout") ?? 0), this.holdMs);
     const invites = (): Record<string, unknown> =>

@@ -41,6 +41,13 @@ export class FakeTelegram {
   holdMs = 150;
   /** While true, every request's socket is destroyed without an answer (network loss). */
   dropping = false;
+  /**
+   * While true, getUpdates is never answered and its socket stays open (a long poll that hangs: the client thinks
+   * it is connected and receives nothing); other methods still answer. `resumeReceives()` ends it.
+   */
+  stalled = false;
+  /** Long polls held by a stall that are still open, answered on resume. */
+  private readonly stalledPolls = new Set<() => void>();
   private failures: ScriptedFailure[] = [];
   private waiter: (() => void) | null = null;
   private nextUpdateId = 1;
@@ -71,6 +78,17 @@ export class FakeTelegram {
   async close(): Promise<void> {
     this.waiter?.();
     await closeServer(this.server);
+  }
+
+  /** Long polls hang from now on (see `stalled`). */
+  stallReceives(): void {
+    this.stalled = true;
+  }
+
+  /** Long polls are answered again; one still held from the stall is answered now. */
+  resumeReceives(): void {
+    this.stalled = false;
+    for (const answer of [...this.stalledPolls]) answer();
   }
 
   /** Queues an update (update_id assigned) and wakes a waiting long poll. */
@@ -247,6 +265,15 @@ export class FakeTelegram {
     request: IncomingMessage,
     ok: (result: unknown) => void,
   ): void {
+    if (this.stalled) {
+      const answer = () => {
+        this.stalledPolls.delete(answer);
+        if (!request.socket.destroyed) this.getUpdates(body, request, ok);
+      };
+      this.stalledPolls.add(answer);
+      request.on("close", () => this.stalledPolls.delete(answer));
+      return;
+    }
     const offset = typeof body.offset === "number" ? body.offset : 0;
     this.acknowledgedOffset = Math.max(this.acknowledgedOffset, offset);
     while (this.pending.length > 0 && this.pending[0]!.update_id < offset) this.pending.shift();

@@ -27,7 +27,7 @@ describe("HttpServer", () => {
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: "ok" });
     const ready = await fetch(`${url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ ready: true, database: "open", channels: {} });
+    expect(await ready.json()).toEqual({ ready: true, database: "open", down: [], channels: {} });
   });
 
   it("/readyz is 503 before start-up finished", async () => {

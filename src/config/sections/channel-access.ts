@@ -11,6 +11,11 @@ export const channelAccessKeys = {
   requireMention: z.boolean().default(true),
   /** Outbound pacing within the platform's published limits; false for benchmarks against fakes. */
   pacing: z.boolean().default(true),
+  /**
+   * Inbound liveness: seconds without a completed receive cycle (long poll, heartbeat ack, /sync …) after which the
+   * channel counts as down and is reconnected. Unset: the channel's own limit from its catalog entry.
+   */
+  silentAfterSecs: z.number().positive().max(86_400).optional(),
 };
 
 const accessSchema = z.object(channelAccessKeys);
@@ -18,5 +23,12 @@ const accessSchema = z.object(channelAccessKeys);
 /** The access rules of one chat channel, as every catalog entry's section carries them. */
 export type ChannelAccessConfig = Pick<
   z.infer<typeof accessSchema>,
-  "enabled" | "dmPolicy" | "allowFrom" | "groupPolicy" | "groups" | "requireMention" | "pacing"
+  | "enabled"
+  | "dmPolicy"
+  | "allowFrom"
+  | "groupPolicy"
+  | "groups"
+  | "requireMention"
+  | "pacing"
+  | "silentAfterSecs"
 >;
