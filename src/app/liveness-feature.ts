@@ -15,7 +15,7 @@ const CHECK_EVERY_MS = 500;
 export const livenessFeature: MagpieFeature = defineFeature({
   name: "liveness",
   uses: ["authority"],
-  setup(app) {
+  setup(config, app) {
     const logger = app.logger.child({ component: "liveness" });
     const alert = ownerAlerter(app, logger);
     const tellOwner = (report: ChannelLivenessReport, phase: "down" | "back") => {
@@ -42,7 +42,7 @@ export const livenessFeature: MagpieFeature = defineFeature({
       adapters: () => app.channels,
       limitSecs: (channel) => {
         const entry = channelEntry(channel);
-        return entry?.liveness?.(sectionOf(app.config, entry))?.silentAfterSecs ?? null;
+        return entry?.liveness?.(sectionOf(config, entry))?.silentAfterSecs ?? null;
       },
       kv: app.store.kv,
       logger,
