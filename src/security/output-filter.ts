@@ -6,8 +6,8 @@ import { GuardRefusal } from "./guard-refusal.js";
  * The deterministic output filter (DESIGN.md → Security → Untrusted content): what leaves a tainted turn —
  * message text, URLs, request bodies and headers, text typed into a page — is checked for the owner's secrets
  * (in every form the redactor knows) and for fragments of the owners' private memories, and refused if it holds
- * one. Pure: the caller says whether the turn is tainted and hands over the secrets (the redactor) and the
- * private memories; nothing is looked up here.
+ * one. No I/O: the caller says whether the turn is tainted and hands over the secrets (the redactor) and the
+ * private memories (src/tools/outbound-check.ts does, at the tools' send points).
  *
  * What it sees through, on top of the redactor's own forms (plain, reversed, hex, base64/base64url at every
  * alignment, wrapped over lines):
@@ -361,7 +361,11 @@ const HASH_MASK = 0x3fffffff;
 /** The `seen` filter: 2^22 bits (512 KB), indexed by the top bits of a hash, bit by its low 5 bits. */
 const SEEN_WORDS = 1 << 17;
 const SEEN_SHIFT = 30 - 17;
-/** Places kept per fingerprint: bounds the verification work a value of one repeated character can cause. */
+/**
+ * Places kept per fingerprint: bounds the verification work a value of one repeated character can cause. A
+ * 12-character stretch that more than 8 memories share is verified against the first 8 only (such a stretch is a
+ * common phrase; the other windows of a longer quotation still find the rest).
+ */
 const MAX_PLACES = 8;
 
 /** BASE^(KGRAM-1) mod 2^32: the weight of the character leaving the rolling window. */
@@ -371,27 +375,15 @@ const LEADING_WEIGHT = (() => {
   return weight;
 })();
 
-/**
- * Calls `visit(hash, start)` for every KGRAM-character window of `text`, rolling (one multiply per character);
- * stops early when `visit` returns true, and returns whether it did.
- */
-function eachKgram(text: string, visit: (hash: number, start: number) => boolean): boolean {
-  let hash = 0;
-  for (let i = 0; i < text.length; i++) {
-    if (i >= KGRAM) hash = (hash - Math.imul(text.charCodeAt(i - KGRAM), LEADING_WEIGHT)) | 0;
-    hash = (Math.imul(hash, BASE) + text.charCodeAt(i)) | 0;
-    if (i >= KGRAM - 1 && visit(hash & HASH_MASK, i - KGRAM + 1)) return true;
-  }
-  return false;
-}
-
-/** Hash of every KGRAM-character window of `text`, by position. */
+/** The rolling hash of every KGRAM-character window of `text`, by position (one multiply per character). */
 function kgramHashes(text: string): number[] {
   const hashes: number[] = [];
-  eachKgram(text, (hash) => {
-    hashes.push(hash);
-    return false;
-  });
+  let rolling = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (i >= KGRAM) rolling = (rolling - Math.imul(text.charCodeAt(i - KGRAM), LEADING_WEIGHT)) | 0;
+    rolling = (Math.imul(rolling, BASE) + text.charCodeAt(i)) | 0;
+    if (i >= KGRAM - 1) hashes.push(rolling & HASH_MASK);
+  }
   return hashes;
 }
 
@@ -468,7 +460,7 @@ export class PrivateMemoryIndex {
   matches(text: string): boolean {
     if (this.places.size === 0 || text.length < MIN_MEMORY) return false;
     const seen = this.seen;
-    // The rolling hash of eachKgram, inlined: this loop runs over every character sent out.
+    // kgramHashes' rolling hash, inline: this loop runs over every character sent out, without an array.
     let rolling = 0;
     for (let i = 0; i < text.length; i++) {
       if (i >= KGRAM) rolling = (rolling - Math.imul(text.charCodeAt(i - KGRAM), LEADING_WEIGHT)) | 0;
