@@ -9,6 +9,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   spend: () => import("./spend.js"),
   triggers: () => import("./triggers.js"),
   history: () => import("./history.js"),
+  "output-filter": () => import("./output-filter.js"),
 };
 
 async function main(): Promise<void> {

@@ -44,6 +44,11 @@ export interface ToolCallContext {
   budget?: BudgetScope;
   /** What the turn remembers about its approvals across calls (denied classes, deletion tallies). */
   turnApprovals?: TurnApprovals;
+  /**
+   * Whether untrusted content has entered the turn so far (DESIGN.md → Security → Untrusted content); what a
+   * tainted turn sends out passes the output filter (src/security/output-filter.ts). Absent: not tainted.
+   */
+  isTainted?(): boolean;
 }
 
 /** A tool call's context as `delegate` and `spawn` hand it to the core: with the calling turn's own tools. */

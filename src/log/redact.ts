@@ -15,18 +15,28 @@ export const REDACTED = "[REDACTED]";
  */
 const RUN = /[\w+/=-]+/g;
 
+/** How a form of a secret is written (`secretForms`); the output filter names it in a refusal. */
+export type SecretEncoding = "plain" | "reversed" | "hex" | "base64" | "base64url";
+
+/** A secret as it may appear in text, and how it was encoded. */
+export interface SecretForm {
+  text: string;
+  encoding: SecretEncoding;
+}
+
 /**
- * The forms a secret is caught in besides itself: reversed, hex (lower and upper case) and the base64 and
+ * The forms a secret is caught in, itself first: reversed, hex (lower and upper case) and the base64 and
  * base64url runs it produces at each of the three byte alignments inside a longer encoded stream (the
  * characters that also depend on neighbouring bytes are left out, and padding never matters).
  */
-export function encodedForms(secret: string): string[] {
+export function secretForms(secret: string): SecretForm[] {
   const bytes = Buffer.from(secret, "utf8");
-  const forms = new Set<string>([
-    [...secret].reverse().join(""),
-    bytes.toString("hex"),
-    bytes.toString("hex").toUpperCase(),
-  ]);
+  const forms: SecretForm[] = [
+    { text: secret, encoding: "plain" },
+    { text: [...secret].reverse().join(""), encoding: "reversed" },
+    { text: bytes.toString("hex"), encoding: "hex" },
+    { text: bytes.toString("hex").toUpperCase(), encoding: "hex" },
+  ];
   for (const offset of [0, 1, 2]) {
     const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64");
     // Characters made only of the secret's bits: skip those sharing bits with the `offset` bytes before it,
@@ -34,11 +44,17 @@ export function encodedForms(secret: string): string[] {
     const first = Math.ceil((offset * 8) / 6);
     const end = Math.floor(((offset + bytes.length) * 8) / 6);
     const core = encoded.slice(first, end);
-    forms.add(core);
-    forms.add(core.replaceAll("+", "-").replaceAll("/", "_"));
+    forms.push({ text: core, encoding: "base64" });
+    forms.push({ text: core.replaceAll("+", "-").replaceAll("/", "_"), encoding: "base64url" });
   }
+  return forms.filter((form) => form.encoding === "plain" || form.text.length >= MIN_SECRET_LENGTH);
+}
+
+/** The forms of `secretForms` other than the secret itself, each once. */
+export function encodedForms(secret: string): string[] {
+  const forms = new Set(secretForms(secret).map((form) => form.text));
   forms.delete(secret);
-  return [...forms].filter((form) => form.length >= MIN_SECRET_LENGTH);
+  return [...forms];
 }
 
 /**
@@ -70,6 +86,11 @@ export class Redactor {
 
   get size(): number {
     return this.secrets.length;
+  }
+
+  /** The secret values themselves, in the order added (the output filter builds its own matcher from them). */
+  secretValues(): readonly string[] {
+    return this.secrets;
   }
 
   redact(text: string): string {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { findProgram, requireDesktop } from "../browser/desktop.js";
 import { normalizeHostname } from "../security/ssrf-address.js";
 import { defineTool, ToolError } from "./define-tool.js";
+import { refuseOutboundLeak } from "./outbound-check.js";
 
 const OPEN_TIMEOUT_MS = 15_000;
 
@@ -49,6 +50,7 @@ export const browserOpenTool = defineTool({
   isEnabled: (config) => config.browser.allowedDomains.length > 0,
   async execute(input, context) {
     const url = allowedBrowserUrl(input.url, context.config.browser.allowedDomains);
+    refuseOutboundLeak(context, [{ kind: "url", value: input.url }]);
     requireDesktop("browser_open");
     const name = openerName();
     const opener = findProgram([name]);

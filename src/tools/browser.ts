@@ -7,6 +7,7 @@ import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { displayPath } from "./files/file-io.js";
 import { requireHighRisk } from "./hardware-support.js";
+import { refuseOutboundLeak } from "./outbound-check.js";
 import { ensureWorkspace, guardPath } from "./path-guard.js";
 
 /** How long one action (a navigation, a click) may take. */
@@ -152,6 +153,10 @@ export const browserTool = defineTool({
   async execute(input, context) {
     if (input.action === "open" && !input.url)
       throw new ToolError("browser.url_required", "action 'open' needs a url.");
+    refuseOutboundLeak(context, [
+      { kind: "url", value: input.url },
+      { kind: "typed text", value: input.action === "type" ? input.text : undefined },
+    ]);
     if (input.action === "click" || input.action === "type") {
       const selector = requireSelector(input);
       if (input.action === "type" && input.text === undefined)

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ComposioClient } from "../composio/composio-client.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { requireHighRisk } from "./hardware-support.js";
+import { refuseOutboundLeak } from "./outbound-check.js";
 import { safeHttpOf } from "./web/safe-http-of.js";
 
 /** Composio tool slugs and ids: letters, digits, _ and -; never a path or URL. */
@@ -54,6 +55,7 @@ export const composioTool = defineTool({
         return { ok: true, api, ...(input.app ? { app: input.app, tools: items } : { apps: items }) };
       }
       case "execute": {
+        refuseOutboundLeak(context, [{ kind: "body", value: JSON.stringify(input.params ?? {}) }]);
         const toolSlug = input.tool_slug ?? input.action_name;
         if (!toolSlug)
           throw new ToolError("composio.tool_required", "action 'execute' needs tool_slug (or action_name).");

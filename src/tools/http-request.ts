@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { defineTool } from "./define-tool.js";
+import { refuseOutboundLeak } from "./outbound-check.js";
 import { safeHttpOf } from "./web/safe-http-of.js";
 
 const BINARY_PREVIEW_BYTES = 64;
@@ -24,6 +25,11 @@ export const httpRequestTool = defineTool({
   isEnabled: (config) => config.tools.http.enabled,
   async execute(input, context) {
     const settings = context.config.tools.http;
+    refuseOutboundLeak(context, [
+      { kind: "url", value: input.url },
+      { kind: "headers", value: input.headers },
+      { kind: "body", value: input.body },
+    ]);
     const response = await safeHttpOf(context).request({
       url: input.url,
       method: input.method ?? "GET",

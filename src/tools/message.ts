@@ -3,6 +3,7 @@ import { CHAT_CHANNEL_NAMES } from "../../channels/catalog.js";
 import type { ToolContext } from "./context.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { prepareOutboundFile } from "./message-file.js";
+import { refuseLeakingFile, refuseOutboundLeak } from "./outbound-check.js";
 
 const DELIVERY_WAIT_MS = 10_000;
 
@@ -62,8 +63,10 @@ export const messageTool = defineTool({
       isCurrentChat && context.target.threadId
         ? { channel, chatId, threadId: context.target.threadId }
         : { channel, chatId };
+    refuseOutboundLeak(context, [{ kind: "message", value: input.content }]);
     // Checked now, before anything is queued: a refused or oversized file sends nothing at all.
     const file = input.file ? await prepareOutboundFile(context, input.file, channel) : undefined;
+    if (file && context.isTainted?.()) await refuseLeakingFile(context, file.path);
     const outboxId = messaging.messenger.send(
       target,
       { text: input.content, ...(file ? { file } : {}) },

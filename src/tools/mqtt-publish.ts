@@ -2,6 +2,7 @@ import { z } from "zod";
 import { topicMatches } from "../triggers/mqtt-topic.js";
 import { defineTool, ToolError } from "./define-tool.js";
 import { requireHighRisk } from "./hardware-support.js";
+import { refuseOutboundLeak } from "./outbound-check.js";
 import { triggerCall, triggersOf } from "./trigger-shared.js";
 
 export const mqttPublishTool = defineTool({
@@ -32,6 +33,7 @@ export const mqttPublishTool = defineTool({
         "mqtt.bad_topic",
         `"${input.topic}" has a wildcard (+ or #); publish to one topic.`,
       );
+    refuseOutboundLeak(context, [{ kind: "body", value: input.payload }]);
     const allowed = context.config.mqtt.publishAllow.some((filter) => topicMatches(filter, input.topic));
     if (!allowed)
       await requireHighRisk(context, `mqtt_publish ${input.topic} ← ${input.payload.slice(0, 200)}`);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { defineTool, ToolError } from "./define-tool.js";
+import { refuseOutboundLeak } from "./outbound-check.js";
 import { safeHttpOf } from "./web/safe-http-of.js";
 
 /** Raw bytes read from a page before extraction. */
@@ -22,6 +23,7 @@ export const webFetchTool = defineTool({
   risk: "low",
   async execute(input, context) {
     const settings = context.config.tools.web;
+    refuseOutboundLeak(context, [{ kind: "url", value: input.url }]);
     const response = await safeHttpOf(context).request({
       url: input.url,
       method: "GET",

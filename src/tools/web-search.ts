@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { defineTool } from "./define-tool.js";
+import { refuseOutboundLeak } from "./outbound-check.js";
 import type { WebSearchClient } from "./web/web-search-client.js";
 
 /** One client per config (the base URLs and the SSRF allow-list come from it). */
@@ -15,6 +16,7 @@ export const webSearchTool = defineTool({
   }),
   risk: "low",
   async execute(input, context) {
+    refuseOutboundLeak(context, [{ kind: "query", value: input.query }]);
     // The client (and cheerio behind it) loads on the first search, not at start-up.
     const [{ WebSearchClient }, { safeHttpOf }] = await Promise.all([
       import("./web/web-search-client.js"),
