@@ -9,10 +9,13 @@
  * message at a time; messages per second with 8 chats writing at once (12 messages in flight); the bot's CPU time
  * per message in that phase (steadier than wall time on a shared machine); RSS after it.
  * HISTORY_BENCH_SIZES=10000,100000 (default 10k, 100k, 1M), HISTORY_BENCH_MESSAGES (per phase, default 300),
- * HISTORY_BENCH_ROUNDS (default 6).
+ * HISTORY_BENCH_ROUNDS (default 6). While profiling: HISTORY_BENCH_CACHE=<dir> keeps each seeded database there and
+ * starts later runs from a copy (seeding 1M takes a minute); HISTORY_BENCH_NODE_ARGS (e.g. "--cpu-prof
+ * --cpu-prof-dir=/tmp/prof") is given to node for the Magpie bots; HISTORY_BENCH_CLI runs another build of the CLI (the
+ * unbundled dist/src/cli/main.js names functions by their source file in a profile).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
@@ -25,7 +28,7 @@ import { FakeTelegram, type TelegramCall } from "../test/fakes/telegram.js";
 import { seedHistory } from "./history-seed.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const CLI = path.resolve(HERE, "../bundle/main.js");
+const CLI = process.env.HISTORY_BENCH_CLI ?? path.resolve(HERE, "../bundle/main.js");
 const REFERENCE_BOT = path.resolve(HERE, "reference-bot.js");
 const SIZES = (process.env.HISTORY_BENCH_SIZES ?? "10000,100000,1000000").split(",").map(Number);
 const MESSAGES = Number(process.env.HISTORY_BENCH_MESSAGES ?? 300);
@@ -259,9 +262,19 @@ async function seeded(stored: number): Promise<Subject> {
   const dataDir = path.join(dir, "data");
   mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, "magpie.db");
-  const db = openDatabase(file);
-  const seed = seedHistory(db, { messages: stored, chats: CHATS, firstChatId: FIRST_CHAT });
-  db.close();
+  const cache = process.env.HISTORY_BENCH_CACHE;
+  const cached = cache === undefined ? null : path.join(cache, `history-${stored}.db`);
+  let seed = { ms: 0 };
+  if (cached && existsSync(cached)) copyFileSync(cached, file);
+  else {
+    const db = openDatabase(file);
+    seed = seedHistory(db, { messages: stored, chats: CHATS, firstChatId: FIRST_CHAT });
+    db.close();
+    if (cached) {
+      mkdirSync(cache!, { recursive: true });
+      copyFileSync(file, cached);
+    }
+  }
   const subject = new Subject(
     "Magpie",
     stored,
@@ -295,7 +308,8 @@ async function startMagpie(subject: Subject): Promise<void> {
       },
     }),
   );
-  subject.child = spawn(process.execPath, [CLI, "start", "--config", "magpie.yaml"], {
+  const nodeArgs = (process.env.HISTORY_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  subject.child = spawn(process.execPath, [...nodeArgs, CLI, "start", "--config", "magpie.yaml"], {
     cwd: dir,
     env: { PATH: process.env.PATH, HOME: dir, LOG_LEVEL: "warn", ...pick("MALLOC_ARENA_MAX") },
     stdio: ["ignore", "ignore", "inherit"],
