@@ -98,7 +98,15 @@ export const traceFeature: MagpieFeature = {
       magpieEvents.delivery.subscribe(
         id,
         ({ app: _app, at, outboxId, inboxId, channel, chatId, ...data }) =>
-          trace.recordNow({ at, kind: "delivery", outboxId, inboxId: inboxId ?? null, channel, chatId, data }),
+          trace.recordNow({
+            at,
+            kind: "delivery",
+            outboxId,
+            inboxId: inboxId ?? null,
+            channel,
+            chatId,
+            data,
+          }),
         onError,
       ),
       magpieEvents.messageOutcome.subscribe(

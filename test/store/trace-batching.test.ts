@@ -38,7 +38,7 @@ describe("trace rows are written in one transaction per turn of the event loop",
     const { db, other } = databases();
     const trace = new TraceRepository(db);
     const count = other.prepare("SELECT COUNT(*) FROM trace_events").pluck();
-    const commits = () => other.pragma("data_version", { simple: true });
+    const commits = () => Number(other.pragma("data_version", { simple: true }));
     const before = commits();
     trace.record(row("access", null));
     trace.record(row("received"));
