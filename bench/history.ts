@@ -9,10 +9,24 @@
  * message at a time; messages per second with 8 chats writing at once (12 messages in flight); the bot's CPU time
  * per message in that phase (steadier than wall time on a shared machine); RSS after it.
  * HISTORY_BENCH_SIZES=10000,100000 (default 10k, 100k, 1M), HISTORY_BENCH_MESSAGES (per phase, default 300),
- * HISTORY_BENCH_ROUNDS (default 6).
+ * HISTORY_BENCH_ROUNDS (default 6). While profiling: HISTORY_BENCH_CACHE=<dir> keeps each seeded database there and
+ * starts later runs from a copy (seeding 1M takes a minute); HISTORY_BENCH_NODE_ARGS (e.g. "--cpu-prof
+ * --cpu-prof-dir=/tmp/prof") is given to node for the Magpie bots; HISTORY_BENCH_CLI runs another build of the CLI (the
+ * unbundled dist/src/cli/main.js names functions by their source file in a profile); HISTORY_BENCH_COMPARE=<main.js>
+ * adds, at each size, a bot running that other build (an earlier commit's) on its own copy of the same database,
+ * measured in the same rounds — a before/after under the same load.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
@@ -25,7 +39,7 @@ import { FakeTelegram, type TelegramCall } from "../test/fakes/telegram.js";
 import { seedHistory } from "./history-seed.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const CLI = path.resolve(HERE, "../bundle/main.js");
+const CLI = process.env.HISTORY_BENCH_CLI ?? path.resolve(HERE, "../bundle/main.js");
 const REFERENCE_BOT = path.resolve(HERE, "reference-bot.js");
 const SIZES = (process.env.HISTORY_BENCH_SIZES ?? "10000,100000,1000000").split(",").map(Number);
 const MESSAGES = Number(process.env.HISTORY_BENCH_MESSAGES ?? 300);
@@ -120,7 +134,7 @@ const percentile = (values: number[], p: number): number => {
     : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 };
 
-async function waitReady(port: number, timeoutMs = 60_000): Promise<void> {
+async function waitReady(port: number, timeoutMs = 180_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const response = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null);
@@ -156,6 +170,7 @@ class Subject {
     readonly llm: ScriptedLlm,
     readonly seed: { dbMiB: number; ms: number } | null,
     readonly dir: string | null,
+    readonly cli = CLI,
   ) {
     // Replies are noticed as the fake records them: no polling loop competes with the bots for the CPU.
     const calls = telegram.calls;
@@ -254,21 +269,32 @@ function pick(name: string): Record<string, string> {
 }
 
 /** Seeds a database with `stored` messages' rows (before any bot runs, so seeding doesn't load the others). */
-async function seeded(stored: number): Promise<Subject> {
+async function seeded(stored: number, cli = CLI): Promise<Subject> {
   const dir = mkdtempSync(path.join(tmpdir(), "magpie-bench-history-"));
   const dataDir = path.join(dir, "data");
   mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, "magpie.db");
-  const db = openDatabase(file);
-  const seed = seedHistory(db, { messages: stored, chats: CHATS, firstChatId: FIRST_CHAT });
-  db.close();
+  const cache = process.env.HISTORY_BENCH_CACHE;
+  const cached = cache === undefined ? null : path.join(cache, `history-${stored}.db`);
+  let seed = { ms: 0 };
+  if (cached && existsSync(cached)) copyFileSync(cached, file);
+  else {
+    const db = openDatabase(file);
+    seed = seedHistory(db, { messages: stored, chats: CHATS, firstChatId: FIRST_CHAT });
+    db.close();
+    if (cached) {
+      mkdirSync(cache!, { recursive: true });
+      copyFileSync(file, cached);
+    }
+  }
   const subject = new Subject(
-    "Magpie",
+    cli === CLI ? "Magpie" : `Magpie ${path.basename(path.dirname(path.dirname(cli)))}`,
     stored,
     await new FakeTelegram().start(),
     await new ScriptedLlm().start(),
     { dbMiB: statSync(file).size / 1024 / 1024, ms: seed.ms },
     dir,
+    cli,
   );
   return subject;
 }
@@ -295,7 +321,8 @@ async function startMagpie(subject: Subject): Promise<void> {
       },
     }),
   );
-  subject.child = spawn(process.execPath, [CLI, "start", "--config", "magpie.yaml"], {
+  const nodeArgs = (process.env.HISTORY_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  subject.child = spawn(process.execPath, [...nodeArgs, subject.cli, "start", "--config", "magpie.yaml"], {
     cwd: dir,
     env: { PATH: process.env.PATH, HOME: dir, LOG_LEVEL: "warn", ...pick("MALLOC_ARENA_MAX") },
     stdio: ["ignore", "ignore", "inherit"],
@@ -317,7 +344,11 @@ export async function run(): Promise<void> {
   const load = loadavg()[0]!;
   const subjects: Subject[] = [];
   try {
-    for (const size of SIZES) subjects.push(await seeded(size));
+    const compare = process.env.HISTORY_BENCH_COMPARE;
+    for (const size of SIZES) {
+      subjects.push(await seeded(size));
+      if (compare) subjects.push(await seeded(size, path.resolve(compare)));
+    }
     const reference = new Subject(
       "reference bot (no libraries, no database)",
       null,
@@ -364,7 +395,7 @@ function report(subjects: Subject[], load: number): void {
         `${row.perSecond.toFixed(1)} | ${row.cpuPerMessage.toFixed(2)} ms | ${row.rssMiB.toFixed(0)} MiB |`,
     );
   }
-  const magpie = subjects.filter((row) => row.stored !== null);
+  const magpie = subjects.filter((row) => row.stored !== null && row.cli === CLI);
   const first = magpie[0];
   const largest = magpie.at(-1);
   if (!first || !largest || first === largest) return;

@@ -10,15 +10,19 @@ import type { MagpieFeature } from "./feature.js";
 export const traceFeature: MagpieFeature = {
   name: "trace",
   setup(_config, app) {
-    const trace = new TraceRepository(app.store.db);
     const logger = app.logger.child({ component: "trace" });
     const onError = (error: unknown) => logger.error({ err: error }, "trace-write-failed");
+    // A turn's start and steps (access, receipt, turn start, LLM and tool calls) are queued and written in one
+    // transaction per turn of the event loop; a turn's end, a delivery and an outcome write at once, with whatever
+    // is queued (see TraceRepository).
+    const trace = new TraceRepository(app.store.db, onError);
     const id = app.events.app;
     const subscriptions = [
       magpieEvents.accessDecided.subscribe(
         id,
         (event) =>
-          trace.record({
+          // A refusal ends the message there: written at once, like an outcome.
+          trace[event.verdict === "allowed" ? "record" : "recordNow"]({
             at: event.at,
             kind: "access",
             channel: event.channel,
@@ -52,17 +56,15 @@ export const traceFeature: MagpieFeature = {
           const data = { origin: event.origin, agent: event.agent, sessionKey: event.sessionKey };
           // One row per message the turn answers, so each message finds its turn; one for a turn with none.
           const inboxIds = event.inboxIds.length > 0 ? event.inboxIds : [null];
-          app.store.db.transaction(() => {
-            for (const inboxId of inboxIds)
-              trace.record({ at: event.at, kind: "turn_started", inboxId, turnId: event.turnId, data });
-          })();
+          for (const inboxId of inboxIds)
+            trace.record({ at: event.at, kind: "turn_started", inboxId, turnId: event.turnId, data });
         },
         onError,
       ),
       magpieEvents.turnFinished.subscribe(
         id,
         (event) =>
-          trace.record({
+          trace.recordNow({
             at: event.at,
             kind: "turn_finished",
             turnId: event.turnId,
@@ -96,22 +98,30 @@ export const traceFeature: MagpieFeature = {
       magpieEvents.delivery.subscribe(
         id,
         ({ app: _app, at, outboxId, inboxId, channel, chatId, ...data }) =>
-          trace.record({ at, kind: "delivery", outboxId, inboxId: inboxId ?? null, channel, chatId, data }),
+          trace.recordNow({
+            at,
+            kind: "delivery",
+            outboxId,
+            inboxId: inboxId ?? null,
+            channel,
+            chatId,
+            data,
+          }),
         onError,
       ),
       magpieEvents.messageOutcome.subscribe(
         id,
         (event) => {
-          app.store.db.transaction(() => {
-            for (const inboxId of event.inboxIds) {
-              trace.record({
-                at: event.at,
-                kind: "outcome",
-                inboxId,
-                data: { outcome: event.outcome, ...(event.cause ? { cause: event.cause } : {}) },
-              });
-            }
-          })();
+          for (const inboxId of event.inboxIds) {
+            trace.record({
+              at: event.at,
+              kind: "outcome",
+              inboxId,
+              data: { outcome: event.outcome, ...(event.cause ? { cause: event.cause } : {}) },
+            });
+          }
+          // An outcome ends a message: its trace is complete on disk before anyone reads the outcome.
+          trace.flush();
         },
         onError,
       ),
@@ -119,6 +129,7 @@ export const traceFeature: MagpieFeature = {
     return {
       stop: () => {
         for (const unsubscribe of subscriptions) unsubscribe();
+        trace.flush();
       },
     };
   },

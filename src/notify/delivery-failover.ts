@@ -108,7 +108,7 @@ export class DeliveryFailover {
           tried.push({ path, error: errorMessage(error).slice(0, 300) });
         }
       }
-      this.trace.record({
+      this.trace.recordNow({
         at: clock.now(),
         kind: "failover",
         inboxId: item.inboxId,

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { row } from "../lib/row.js";
 import type { ChatMessage } from "../llm/types.js";
 import type { Db } from "./database.js";
+import { prepared } from "./prepared.js";
 
 const messageRows = row(
   z.object({
@@ -55,12 +56,11 @@ export class HistoryRepository {
   constructor(private readonly db: Db) {}
 
   ensureSession(sessionKey: string, agent: string, at = Date.now()): void {
-    this.db
-      .prepare(
-        `INSERT INTO sessions (key, agent, created_at, updated_at) VALUES (?, ?, ?, ?)
+    prepared(
+      this.db,
+      `INSERT INTO sessions (key, agent, created_at, updated_at) VALUES (?, ?, ?, ?)
          ON CONFLICT (key) DO UPDATE SET agent = excluded.agent, updated_at = excluded.updated_at`,
-      )
-      .run(sessionKey, agent, at, at);
+    ).run(sessionKey, agent, at, at);
   }
 
   append(
@@ -68,7 +68,8 @@ export class HistoryRepository {
     messages: Array<{ message: ChatMessage; tokens: number }>,
     at = Date.now(),
   ): void {
-    const insert = this.db.prepare(
+    const insert = prepared(
+      this.db,
       "INSERT INTO messages (session_key, role, content, tool_calls, tool_call_id, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );
     this.db.transaction(() => {
@@ -86,14 +87,14 @@ export class HistoryRepository {
           at,
         );
       }
-      this.db.prepare("UPDATE sessions SET updated_at = ? WHERE key = ?").run(at, sessionKey);
+      prepared(this.db, "UPDATE sessions SET updated_at = ? WHERE key = ?").run(at, sessionKey);
     })();
   }
 
   /** The whole history of a session (the dashboard); a turn reads only its newest part (`newest`). */
   load(sessionKey: string): StoredMessage[] {
     const rows = messageRows.all(
-      this.db.prepare("SELECT * FROM messages WHERE session_key = ? ORDER BY id").all(sessionKey),
+      prepared(this.db, "SELECT * FROM messages WHERE session_key = ? ORDER BY id").all(sessionKey),
     );
     return rows.map(toStored);
   }
@@ -142,14 +143,16 @@ export class HistoryRepository {
   }
 
   summary(sessionKey: string): string | null {
-    const row = summaryRow.one(this.db.prepare("SELECT summary FROM sessions WHERE key = ?").get(sessionKey));
+    const row = summaryRow.one(
+      prepared(this.db, "SELECT summary FROM sessions WHERE key = ?").get(sessionKey),
+    );
     return row?.summary ?? null;
   }
 
   /** Replaces messages up to and including `throughId` with a summary, atomically. */
   compact(sessionKey: string, throughId: number, summary: string): void {
     this.db.transaction(() => {
-      this.db.prepare("DELETE FROM messages WHERE session_key = ? AND id <= ?").run(sessionKey, throughId);
+      prepared(this.db, "DELETE FROM messages WHERE session_key = ? AND id <= ?").run(sessionKey, throughId);
       this.db
         .prepare("UPDATE sessions SET summary = ?, updated_at = ? WHERE key = ?")
         .run(summary, Date.now(), sessionKey);
@@ -158,8 +161,8 @@ export class HistoryRepository {
 
   reset(sessionKey: string): void {
     this.db.transaction(() => {
-      this.db.prepare("DELETE FROM messages WHERE session_key = ?").run(sessionKey);
-      this.db.prepare("UPDATE sessions SET summary = NULL WHERE key = ?").run(sessionKey);
+      prepared(this.db, "DELETE FROM messages WHERE session_key = ?").run(sessionKey);
+      prepared(this.db, "UPDATE sessions SET summary = NULL WHERE key = ?").run(sessionKey);
     })();
   }
 

@@ -5,6 +5,7 @@ import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { Db } from "./database.js";
 import { inboundMessageSchema, messageOutcomeSchema } from "./message-schemas.js";
+import { prepared } from "./prepared.js";
 
 export type InboxStatus = z.infer<typeof inboxStatusSchema>;
 
@@ -59,30 +60,30 @@ export class InboxRepository {
   /** Inserts the message; returns its id, or null when this `(channel, messageId)` was seen before. */
   insert(message: InboundMessage, sessionKey: string, status: InboxStatus = "pending"): number | null {
     const { raw: _raw, ...persisted } = message;
-    const result = this.db
-      .prepare(
-        `INSERT INTO inbox (channel, message_id, session_key, payload, status, received_at)
+    const result = prepared(
+      this.db,
+      `INSERT INTO inbox (channel, message_id, session_key, payload, status, received_at)
          VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (channel, message_id) DO NOTHING`,
-      )
-      .run(
-        message.channel,
-        message.messageId,
-        sessionKey,
-        JSON.stringify(persisted),
-        status,
-        message.receivedAt,
-      );
+    ).run(
+      message.channel,
+      message.messageId,
+      sessionKey,
+      JSON.stringify(persisted),
+      status,
+      message.receivedAt,
+    );
     return result.changes === 1 ? Number(result.lastInsertRowid) : null;
   }
 
   get(id: number): InboxItem | undefined {
-    const found = inboxRows.one(this.db.prepare("SELECT * FROM inbox WHERE id = ?").get(id));
+    const found = inboxRows.one(prepared(this.db, "SELECT * FROM inbox WHERE id = ?").get(id));
     return found ? toItem(found) : undefined;
   }
 
   setStatus(ids: number[], status: InboxStatus, at = Date.now()): void {
     const column = status === "processing" ? "started_at" : status === "pending" ? null : "finished_at";
-    const statement = this.db.prepare(
+    const statement = prepared(
+      this.db,
       column
         ? `UPDATE inbox SET status = ?, ${column} = ? WHERE id = ?`
         : "UPDATE inbox SET status = ?, started_at = NULL WHERE id = ? AND ? IS NOT NULL",
@@ -97,7 +98,7 @@ export class InboxRepository {
 
   /** Stores how the messages ended, with a short cause (failed, undeliverable). */
   setOutcome(ids: number[], outcome: MessageOutcome, cause?: string): void {
-    const statement = this.db.prepare("UPDATE inbox SET outcome = ?, outcome_cause = ? WHERE id = ?");
+    const statement = prepared(this.db, "UPDATE inbox SET outcome = ?, outcome_cause = ? WHERE id = ?");
     this.db.transaction(() => {
       for (const id of ids) statement.run(outcome, cause ?? null, id);
     })();
@@ -120,17 +121,16 @@ export class InboxRepository {
   recent(limit: number, chat?: { channel: string; chatId: string }): InboxItem[] {
     const rows = inboxRows.all(
       chat
-        ? this.db
-            .prepare(
-              "SELECT * FROM inbox WHERE channel = ? AND (session_key = ? OR session_key LIKE ? ESCAPE '\\') ORDER BY id DESC LIMIT ?",
-            )
-            .all(
-              chat.channel,
-              `${chat.channel}:${chat.chatId}`,
-              `${escapeLike(`${chat.channel}:${chat.chatId}`)}:%`,
-              limit,
-            )
-        : this.db.prepare("SELECT * FROM inbox ORDER BY id DESC LIMIT ?").all(limit),
+        ? prepared(
+            this.db,
+            "SELECT * FROM inbox WHERE channel = ? AND (session_key = ? OR session_key LIKE ? ESCAPE '\\') ORDER BY id DESC LIMIT ?",
+          ).all(
+            chat.channel,
+            `${chat.channel}:${chat.chatId}`,
+            `${escapeLike(`${chat.channel}:${chat.chatId}`)}:%`,
+            limit,
+          )
+        : prepared(this.db, "SELECT * FROM inbox ORDER BY id DESC LIMIT ?").all(limit),
     );
     return rows.map(toItem);
   }
@@ -149,14 +149,14 @@ export class InboxRepository {
   /** Items not finished before the last shutdown, oldest first. */
   unfinished(): InboxItem[] {
     const rows = inboxRows.all(
-      this.db.prepare("SELECT * FROM inbox WHERE status IN ('pending', 'processing') ORDER BY id").all(),
+      prepared(this.db, "SELECT * FROM inbox WHERE status IN ('pending', 'processing') ORDER BY id").all(),
     );
     return rows.map(toItem);
   }
 
   countByStatus(): Record<string, number> {
     const rows = statusCounts.all(
-      this.db.prepare("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status").all(),
+      prepared(this.db, "SELECT status, COUNT(*) AS n FROM inbox GROUP BY status").all(),
     );
     return Object.fromEntries(rows.map((row) => [row.status, row.n]));
   }

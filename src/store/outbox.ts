@@ -4,6 +4,7 @@ import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { Db } from "./database.js";
 import { messageIdsSchema, outboundMessageSchema } from "./message-schemas.js";
+import { prepared } from "./prepared.js";
 
 const outboxOriginSchema = z.enum(["reply", "command", "notice", "cron", "message", "approval", "pairing"]);
 export type OutboxOrigin = z.infer<typeof outboxOriginSchema>;
@@ -82,28 +83,27 @@ export class OutboxRepository {
 
   enqueue(target: ReplyTarget, message: OutboundMessage, options: EnqueueOptions = {}): number {
     const now = options.at ?? Date.now();
-    const result = this.db
-      .prepare(
-        `INSERT INTO outbox (channel, chat_id, thread_id, reply_to_message_id, payload, origin, inbox_id,
+    const result = prepared(
+      this.db,
+      `INSERT INTO outbox (channel, chat_id, thread_id, reply_to_message_id, payload, origin, inbox_id,
                              next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        target.channel,
-        target.chatId,
-        target.threadId ?? null,
-        target.replyToMessageId ?? null,
-        JSON.stringify(message),
-        options.origin ?? "reply",
-        options.inboxId ?? null,
-        now,
-        now,
-      );
+    ).run(
+      target.channel,
+      target.chatId,
+      target.threadId ?? null,
+      target.replyToMessageId ?? null,
+      JSON.stringify(message),
+      options.origin ?? "reply",
+      options.inboxId ?? null,
+      now,
+      now,
+    );
     return Number(result.lastInsertRowid);
   }
 
   get(id: number): OutboxItem | undefined {
-    const found = outboxRows.one(this.db.prepare("SELECT * FROM outbox WHERE id = ?").get(id));
+    const found = outboxRows.one(prepared(this.db, "SELECT * FROM outbox WHERE id = ?").get(id));
     return found ? toItem(found) : undefined;
   }
 
@@ -113,15 +113,14 @@ export class OutboxRepository {
    */
   due(now: number, limit = 50): OutboxItem[] {
     const rows = outboxRows.all(
-      this.db
-        .prepare(
-          `SELECT * FROM outbox AS item WHERE status = 'pending' AND next_attempt_at <= ?
+      prepared(
+        this.db,
+        `SELECT * FROM outbox AS item WHERE status = 'pending' AND next_attempt_at <= ?
            AND NOT EXISTS (SELECT 1 FROM outbox AS older WHERE older.status = 'pending' AND older.id < item.id
              AND older.channel = item.channel AND older.chat_id = item.chat_id
              AND IFNULL(older.thread_id, '') = IFNULL(item.thread_id, '') AND older.next_attempt_at > ?)
          ORDER BY id LIMIT ?`,
-        )
-        .all(now, now, limit),
+      ).all(now, now, limit),
     );
     return rows.map(toItem);
   }
@@ -129,22 +128,21 @@ export class OutboxRepository {
   /** Earliest next attempt among pending items, or null when none are pending. */
   nextDueAt(): number | null {
     const found = earliest.one(
-      this.db
-        .prepare(
-          // An item behind an older pending one of its chat is due no sooner than that one (see `due`).
-          `SELECT MIN(MAX(item.next_attempt_at, IFNULL((SELECT MAX(older.next_attempt_at) FROM outbox AS older
+      prepared(
+        this.db,
+        // An item behind an older pending one of its chat is due no sooner than that one (see `due`).
+        `SELECT MIN(MAX(item.next_attempt_at, IFNULL((SELECT MAX(older.next_attempt_at) FROM outbox AS older
            WHERE older.status = 'pending' AND older.id < item.id AND older.channel = item.channel
              AND older.chat_id = item.chat_id AND IFNULL(older.thread_id, '') = IFNULL(item.thread_id, '')), 0)))
            AS at FROM outbox AS item WHERE item.status = 'pending'`,
-        )
-        .get(),
+      ).get(),
     );
     return found?.at ?? null;
   }
 
   pendingCount(): number {
     return (
-      count.one(this.db.prepare("SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'").get())?.n ?? 0
+      count.one(prepared(this.db, "SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending'").get())?.n ?? 0
     );
   }
 
@@ -159,11 +157,10 @@ export class OutboxRepository {
   }
 
   markSent(id: number, platformMessageIds: string[], at = Date.now()): void {
-    this.db
-      .prepare(
-        "UPDATE outbox SET status = 'sent', sent_at = ?, attempts = attempts + 1, platform_message_ids = ?, last_error = NULL WHERE id = ?",
-      )
-      .run(at, JSON.stringify(platformMessageIds), id);
+    prepared(
+      this.db,
+      "UPDATE outbox SET status = 'sent', sent_at = ?, attempts = attempts + 1, platform_message_ids = ?, last_error = NULL WHERE id = ?",
+    ).run(at, JSON.stringify(platformMessageIds), id);
   }
 
   markRetry(id: number, error: string, nextAttemptAt: number): void {
@@ -181,11 +178,10 @@ export class OutboxRepository {
 
   /** Makes every pending item of `channel` due at `now` (the channel is running again). */
   resumeChannel(channel: string, now: number): number {
-    return this.db
-      .prepare(
-        "UPDATE outbox SET next_attempt_at = ? WHERE status = 'pending' AND channel = ? AND next_attempt_at > ?",
-      )
-      .run(now, channel, now).changes;
+    return prepared(
+      this.db,
+      "UPDATE outbox SET next_attempt_at = ? WHERE status = 'pending' AND channel = ? AND next_attempt_at > ?",
+    ).run(now, channel, now).changes;
   }
 
   markFailed(id: number, error: string): void {

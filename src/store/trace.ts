@@ -90,19 +90,53 @@ export interface RefusedMessage {
   reason: string | null;
 }
 
-/** The `trace_events` table: what `magpie trace` knows beyond the inbox, outbox, audit and ledger. */
+/**
+ * Rows recorded and not yet written, per database connection: every `TraceRepository` on one connection shares
+ * them, so a read through any of them sees what was recorded before it.
+ */
+interface PendingRows {
+  /** Each row's column values, taken when it was recorded. */
+  rows: unknown[][];
+  scheduled: boolean;
+  onError?: (error: unknown) => void;
+}
+const pendingRows = new WeakMap<Db, PendingRows>();
+
+/**
+ * The `trace_events` table: what `magpie trace` knows beyond the inbox, outbox, audit and ledger.
+ *
+ * Rows are written in one transaction per turn of the event loop, after the code that recorded them has run (issue
+ * 35, hot path): a message's arrival records its access verdict, its receipt and its turn's start one after
+ * another, and each row in a transaction of its own was a WAL commit on the way from the message to its LLM
+ * request. `record` queues the row; `flush` (run by `setImmediate`, by `recordNow` for a row that closes
+ * something, before every read here, and when the trace feature stops) writes what is queued. The trace explains; it is not the record of what was done (the inbox,
+ * outbox and audit are, written at once): a crash loses at most the rows of the loop turn it cut short.
+ */
 export class TraceRepository {
   private readonly insertRow: Database.Statement;
+  private readonly pending: PendingRows;
 
-  constructor(private readonly db: Db) {
+  /** `onError`: told when a queued write fails (it runs later, from the event loop, with no caller to throw to). */
+  constructor(
+    private readonly db: Db,
+    onError?: (error: unknown) => void,
+  ) {
     this.insertRow = db.prepare(
       `INSERT INTO trace_events (at, kind, inbox_id, turn_id, outbox_id, channel, chat_id, message_id, data)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    let pending = pendingRows.get(db);
+    if (!pending) {
+      pending = { rows: [], scheduled: false };
+      pendingRows.set(db, pending);
+    }
+    if (onError) pending.onError = onError;
+    this.pending = pending;
   }
 
+  /** Queues a row; it is written with the others of this turn of the event loop (see the class). */
   record(row: TraceRow): void {
-    this.insertRow.run(
+    this.pending.rows.push([
       row.at,
       row.kind,
       row.inboxId ?? null,
@@ -112,11 +146,42 @@ export class TraceRepository {
       row.chatId ?? null,
       row.messageId ?? null,
       JSON.stringify(row.data),
-    );
+    ]);
+    if (this.pending.scheduled) return;
+    this.pending.scheduled = true;
+    setImmediate(() => {
+      try {
+        this.flush();
+      } catch (error) {
+        if (this.pending.onError) this.pending.onError(error);
+        else throw error;
+      }
+    });
+  }
+
+  /**
+   * Records a row and writes it with every row queued before it, now: for the rows that close something (a turn's
+   * end, a delivery, an outcome), so whoever learns of that from the inbox or outbox finds its trace complete.
+   */
+  recordNow(row: TraceRow): void {
+    this.record(row);
+    this.flush();
+  }
+
+  /** Writes every queued row in one transaction (nothing when none is queued or the database is closed). */
+  flush(): void {
+    const { pending } = this;
+    pending.scheduled = false;
+    if (pending.rows.length === 0 || !this.db.open) return;
+    const rows = pending.rows.splice(0);
+    this.db.transaction(() => {
+      for (const values of rows) this.insertRow.run(...values);
+    })();
   }
 
   /** The access verdict recorded for a platform message (the newest), by its id as `findByMessage` takes it. */
   accessOf(channel: string, chatId: string, messageId: string): RefusedMessage | undefined {
+    this.flush();
     const row = this.db
       .prepare(
         "SELECT * FROM trace_events WHERE kind = 'access' AND channel = ? AND chat_id = ? AND message_id IN (?, ?) ORDER BY id DESC LIMIT 1",
@@ -128,6 +193,7 @@ export class TraceRepository {
 
   /** Refused messages, newest first; of one chat when given. */
   refused(limit: number, chat?: { channel: string; chatId: string }): RefusedMessage[] {
+    this.flush();
     const rows = storedRows.all(
       chat
         ? this.db
@@ -146,6 +212,7 @@ export class TraceRepository {
 
   /** The turn ids that answered an inbox message. */
   turnsOf(inboxId: number): string[] {
+    this.flush();
     return turnIdValues.all(
       this.db
         .prepare(
@@ -158,6 +225,7 @@ export class TraceRepository {
 
   /** Every row of these turns (delegations, spawned tasks and follow-ups share their cause's id), in order. */
   rowsOfTurns(turnIds: string[]): Array<TraceRow & { id: number }> {
+    this.flush();
     if (turnIds.length === 0) return [];
     const rows = storedRows.all(
       this.db
@@ -171,6 +239,7 @@ export class TraceRepository {
 
   /** The outbox items that answer an inbox message, in order. */
   outboxOf(inboxId: number): TracedDelivery[] {
+    this.flush();
     const rows = deliveryRows.all(
       this.db.prepare("SELECT * FROM outbox WHERE inbox_id = ? ORDER BY id").all(inboxId),
     );
@@ -198,6 +267,7 @@ export class TraceRepository {
 
   /** An inbox message's own rows (received, deliveries, outcomes). */
   rowsOfInbox(inboxId: number): Array<TraceRow & { id: number }> {
+    this.flush();
     const rows = storedRows.all(
       this.db.prepare("SELECT * FROM trace_events WHERE inbox_id = ? ORDER BY at, id").all(inboxId),
     );

@@ -16,7 +16,8 @@ import { startTelegramApp, type TelegramApp } from "../helpers/telegram-app.js";
  * A message costs the same on day 1 and day 300 (issue 37). The whole app answers messages on a database that
  * already holds a history (bench/history-seed.ts) while every statement it runs is recorded with its arguments
  * and the rows it read: plain answers, a tool call (audit), a memory stored and recalled, budgets checked,
- * history compacted, the outbox sent, the trace written and read, retention run. Then each statement's
+ * history compacted, the outbox sent, the trace written and read, retention run, `/metrics` scraped (its collectors
+ * read the inbox, outbox and trace on every scrape). Then each statement's
  * `EXPLAIN QUERY PLAN` must not walk a table that grows with history (a `SCAN` of it, or of a full index of it),
  * must not sort every match of a growing table to keep a few (`USE TEMP B-TREE` under a LIMIT), and no statement
  * may read more than `ROW_BOUND` rows — the owner's chat holds a backlog of 6,000 messages (compactions held
@@ -191,6 +192,7 @@ describe("query plans on the message path", () => {
           perJobRun: { tokens: 100_000_000 },
         },
         retention: { messagesDays: 365 },
+        http: { metrics: { enabled: true } },
       },
     });
     cleanup.push(() => harness?.stop());
@@ -226,6 +228,9 @@ describe("query plans on the message path", () => {
       retentionTargets(db, harness.testApp.config.retention, "UTC", { now: () => Date.now() }),
       Date.now(),
     );
+    const scraped = await fetch(`${harness.testApp.url}/metrics`);
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain("magpie_delivery_failovers_total");
     const trace = new TraceRepository(db);
     const last = app.store.inbox.recent(1)[0]!;
     expect(traceOf(trace, last).deliveries).toHaveLength(1);
@@ -267,6 +272,11 @@ describe("query plans on the message path", () => {
       expect(touched(table), table).toBe(true);
     }
     expect(dml.some((entry) => /DELETE FROM messages WHERE session_key/.test(entry.source))).toBe(true);
+    // The outbox worker's reads (in order per chat: a NOT EXISTS over the older pending rows of the chat).
+    expect(dml.some((entry) => /FROM outbox AS item WHERE status = 'pending'/.test(entry.source))).toBe(true);
+    expect(dml.some((entry) => /FROM trace_events WHERE kind = 'failover' GROUP BY/.test(entry.source))).toBe(
+      true,
+    );
     expect(dml.some((entry) => /DELETE FROM trace_events/.test(entry.source))).toBe(true);
   }, 60_000);
 });
