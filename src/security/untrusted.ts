@@ -272,7 +272,10 @@ export function hostIsNamed(url: string, context: PolicyContext): boolean {
 export function namedHosts(text: string): Set<string> {
   const hosts = new Set<string>();
   for (const raw of text.split(/[\s<>"'()[\]{}|,]+/)) {
-    const word = raw.replace(/[.:;!?]+$/, "");
+    let end = raw.length;
+    // Trailing punctuation ends a sentence, not a host (a loop: an anchored `[.:;!?]+$` is quadratic).
+    while (end > 0 && ".:;!?".includes(raw[end - 1]!)) end--;
+    const word = raw.slice(0, end);
     if (!word || word.length > 2_000) continue;
     const candidate = word.includes("://") ? word : `http://${word}`;
     let host: string;

@@ -12,6 +12,7 @@ import { securityFeature } from "../../src/app/security-feature.js";
 import { triggersFeature } from "../../src/app/triggers-feature.js";
 import type { ToolCallContext } from "../../src/core/tool-runtime.js";
 import { TurnApprovals } from "../../src/core/turn-approvals.js";
+import type { ToolServices } from "../../src/tools/context.js";
 import { defineTool, type Tool } from "../../src/tools/define-tool.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
@@ -28,6 +29,8 @@ let server: http.Server;
 let base = "";
 let outside = "";
 const mcpCalls: string[] = [];
+/** The app's tool services, captured at setup (the test-only hooks are set on them). */
+let services: ToolServices;
 
 const mcpTool = (readOnly: boolean): Tool =>
   ({
@@ -63,6 +66,7 @@ beforeAll(async () => {
         // The owner's team group is a chat the bot may post to (as channels.<name>.groups makes it).
         name: "team-group",
         setup(magpie) {
+          services = magpie.services;
           magpie.services.authority = { roleOf: () => "owner", mayDeliver: () => true };
         },
       },
@@ -126,11 +130,11 @@ async function call(name: string, args: unknown, context = jobTurn()): Promise<s
 
 /** The rule on or off (test-only hook); 127.0.0.1 counts as a host the owner did not name, as a public one would. */
 async function withRules<T>(on: boolean, run: () => Promise<T>): Promise<T> {
-  app.app.services.untrustedTest = on ? { unvouchedHosts: ["127.0.0.1"] } : { rulesOff: true };
+  services.untrustedTest = on ? { unvouchedHosts: ["127.0.0.1"] } : { rulesOff: true };
   try {
     return await run();
   } finally {
-    app.app.services.untrustedTest = {};
+    services.untrustedTest = {};
   }
 }
 
@@ -268,7 +272,7 @@ describe("the rule of two at every sink (unattended turn after untrusted content
   it("reads stay free: GET a host the owner named, git status, a new file, a read-only MCP tool", async () => {
     received = [];
     const context = jobTurn({ ownerWords: `check ${base}/status please` });
-    app.app.services.untrustedTest = { unvouchedHosts: ["127.0.0.1"] };
+    services.untrustedTest = { unvouchedHosts: ["127.0.0.1"] };
     await call("web_fetch", { url: `${base}/status` }, context);
     expect(received.some((entry) => entry.startsWith("GET /status"))).toBe(true);
     expect(await call("git_operations", { operation: "status" }, context)).not.toContain("untrusted");

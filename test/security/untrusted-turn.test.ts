@@ -7,9 +7,11 @@ import { memoryFeature } from "../../src/app/memory-feature.js";
 import { securityFeature } from "../../src/app/security-feature.js";
 import { traceFeature } from "../../src/app/trace-feature.js";
 import { chatSeed, ownWordsOf } from "../../src/core/turn-provenance.js";
+import { namedHosts } from "../../src/security/untrusted.js";
 import { waitFor } from "../fakes/http-util.js";
 import { type ChatRequestBody, reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
+import { hostileInputs, LINEAR_BOUND_MS, timed } from "../helpers/hostile-inputs.js";
 
 /**
  * The rule of two in an owner's chat turn (DESIGN.md → Security → "Untrusted content"): provenance follows what
@@ -194,6 +196,26 @@ describe("what a chat turn starts with", () => {
     expect(guest.sources?.map((source) => source.label)).toEqual([
       "earlier in this chat: https://a.example",
       "mail from x@y.example",
+    ]);
+  });
+});
+
+describe("outside text stays linear", () => {
+  it("namedHosts and ownWordsOf take a hostile megabyte in linear time", () => {
+    for (const [name, input] of Object.entries(hostileInputs())) {
+      expect(
+        timed(() => namedHosts(input)),
+        `namedHosts ${name}`,
+      ).toBeLessThan(LINEAR_BOUND_MS);
+      expect(
+        timed(() => ownWordsOf(input)),
+        `ownWordsOf ${name}`,
+      ).toBeLessThan(LINEAR_BOUND_MS);
+    }
+    expect([...namedHosts("fetch https://a.example/x and b.example. then 192.168.1.5:8080!")]).toEqual([
+      "a.example",
+      "b.example",
+      "192.168.1.5",
     ]);
   });
 });
