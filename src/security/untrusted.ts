@@ -147,7 +147,8 @@ export async function sinkOf(tool: ToolFacts, input: Input, context: PolicyConte
     case "git_operations": {
       const operation = str(input.operation) ?? "";
       if (GIT_READS.has(operation)) return null;
-      const args = [operation, ...((input.files as string[] | undefined) ?? []), str(input.branch) ?? ""];
+      const files = Array.isArray(input.files) ? input.files.map(String) : [];
+      const args = [operation, ...files, str(input.branch) ?? ""];
       return { rule: "untrusted.git", action: `git ${args.filter(Boolean).join(" ")}` };
     }
     case "memory_store":

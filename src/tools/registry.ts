@@ -242,7 +242,10 @@ export class ToolRegistry implements ToolRuntime {
     const provenance = callContext.turnApprovals?.provenance;
     const hooks = testHooks(this.options.services.untrustedTest);
     const rules = provenance && !hooks.rulesOff ? provenance : null;
-    const input = (parsed.data ?? {}) as Record<string, unknown>;
+    const input: Record<string, unknown> =
+      typeof parsed.data === "object" && parsed.data !== null
+        ? Object.fromEntries(Object.entries(parsed.data))
+        : {};
     let ownerSawIt = false;
     if (rules?.tainted) {
       const sink = await sinkOf(tool, input, {
