@@ -21,7 +21,9 @@ import { replyTargetOf } from "./session-key.js";
 import type { SessionQueues } from "./session-queue.js";
 import type { BudgetScope } from "./spend.js";
 import { StreamPreview } from "./stream-preview.js";
+import { TurnApprovals } from "./turn-approvals.js";
 import { type TurnEngine, withTokens } from "./turn-engine.js";
+import { chatSeed, historyTaint, rememberHistoryTaint } from "./turn-provenance.js";
 import type { ChannelAdapter, InboundMessage, ReplyTarget } from "./types.js";
 
 export interface ChatTurnsOptions {
@@ -299,10 +301,20 @@ export class ChatTurns {
       const text = [items.map((item) => describeInbound(item.message)).join("\n\n"), ...media.notes]
         .filter(Boolean)
         .join("\n");
+      // The rule of two: what untrusted content the turn starts with (src/core/turn-provenance.ts).
+      const authority = this.options.authority();
+      const turnApprovals = new TurnApprovals();
+      const untrusted = chatSeed(
+        items.map((item) => item.message),
+        (channel, userId) => authority.roleOf(channel, userId),
+        historyTaint(store.kv, sessionKey),
+      );
       const outcome = await engine.run({
         origin,
         sessionKey,
         inboxIds,
+        turnApprovals,
+        untrusted,
         agent,
         ...(model ? { model } : {}),
         sender,
@@ -345,6 +357,7 @@ export class ChatTurns {
           newMessages: outcome.newMessages,
         };
       }
+      rememberHistoryTaint(store.kv, sessionKey, turnApprovals.provenance);
       const reply = outcome.status === "aborted" ? "" : outcome.reply;
       this.finish(
         inboxIds,

@@ -20,6 +20,8 @@ export interface Tool<Input = unknown> {
    */
   parameters?: Record<string, unknown>;
   risk: ToolRisk;
+  /** An MCP server's tool: whether the server is `trusted` and the tool read-only (the rule of two reads it). */
+  mcp?: { server: string; trusted: boolean; readOnly: boolean };
   /** Conditional tools (http_request, hardware …) are offered only when this returns true. */
   isEnabled?(config: MagpieConfig): boolean;
   execute(input: Input, context: ToolContext): Promise<ToolOutput> | ToolOutput;
