@@ -14,7 +14,7 @@ import { predicateProblem } from "./predicate.js";
 import { RetainedLedger } from "./retained-ledger.js";
 import type { TriggerCounts, TriggerDefinition, TriggerEvent, TriggerResult } from "./trigger.js";
 import { creationRefusal } from "./trigger-authority.js";
-import { type ActionRunner, TriggerEngine } from "./trigger-engine.js";
+import { type ActionRunner, type JudgedListener, TriggerEngine } from "./trigger-engine.js";
 import { parseBody } from "./webhook-handler.js";
 
 export interface TriggerRuntimeDeps {
@@ -23,6 +23,8 @@ export interface TriggerRuntimeDeps {
   logger: Logger;
   now: () => number;
   events?: EventPublisher;
+  /** Told of every judged event (the pin event log records what `hardware.watch` triggers did). */
+  judged?: JudgedListener;
   /** The hardware feature's service, for GPIO and serial sources (absent without boards). */
   hardware?: HardwareService;
   /** Where the last handled retained MQTT message per trigger and topic is kept. */
@@ -49,6 +51,7 @@ export class TriggerRuntime {
       logger: deps.logger,
       now: deps.now,
       ...(deps.events ? { events: deps.events } : {}),
+      ...(deps.judged ? { judged: deps.judged } : {}),
     });
     this.retained = new RetainedLedger(deps.kv);
     this.mqtt = new MqttHub({

@@ -109,6 +109,8 @@ export class TriggerService {
     private readonly deps: {
       /** `triggers` from the config, read at each use (a reload replaces it). */
       config: () => TriggersConfig;
+      /** The triggers `hardware.watch` becomes (src/triggers/watch-triggers.ts); none without boards. */
+      watches?: () => TriggerDefinition[];
       kv: KvRepository;
       authority: () => AuthorityPort;
       /** Builds the runtime (lazy import) — with every config and stored trigger put, or throws a ConfigError. */
@@ -116,17 +118,20 @@ export class TriggerService {
     },
   ) {}
 
-  /** Every trigger definition: config ones first, then chat ones. */
+  /** Every trigger definition: config ones first (`triggers`, then `hardware.watch`), then chat ones. */
   definitions(): TriggerDefinition[] {
-    const fromConfig = Object.entries(this.deps.config()).map(([name, trigger]) =>
-      configTrigger(name, trigger),
-    );
-    return [...fromConfig, ...this.stored()];
+    return [...this.fromConfig(), ...this.stored()];
   }
 
   /** True when there is anything to run (then start-up loads the runtime). */
   hasTriggers(): boolean {
-    return Object.keys(this.deps.config()).length > 0 || this.stored().length > 0;
+    return this.fromConfig().length > 0 || this.stored().length > 0;
+  }
+
+  /** The owner's triggers: the config's `triggers` and the pins `hardware.watch` watches. */
+  private fromConfig(): TriggerDefinition[] {
+    const triggers = Object.entries(this.deps.config()).map(([name, trigger]) => configTrigger(name, trigger));
+    return [...triggers, ...(this.deps.watches?.() ?? [])];
   }
 
   /** The runtime, loading it on first use. */
@@ -229,7 +234,7 @@ export class TriggerService {
       changed: [],
       removed: [],
     };
-    const wanted = Object.entries(this.deps.config()).map(([name, trigger]) => configTrigger(name, trigger));
+    const wanted = this.fromConfig();
     const chatNames = new Set(this.stored().map((definition) => definition.name));
     const taken = wanted.filter((definition) => chatNames.has(definition.name));
     if (taken.length > 0)
@@ -308,6 +313,13 @@ export class TriggerService {
               ? `${on.serial.port} /${on.serial.match}/`
               : on.cron;
     const chat = definition.deliver.chat;
+    const targets =
+      "watch" in definition.do
+        ? definition.do.watch.targets.flatMap((target) => [
+            ...(target.chat ? [`${target.chat.channel}:${target.chat.chatId}${target.prompt ? " (turn)" : ""}`] : []),
+            ...(target.pushover ? ["pushover"] : []),
+          ])
+        : [];
     return {
       name: definition.name,
       source: definition.source,
@@ -315,6 +327,7 @@ export class TriggerService {
       when: definition.when ?? null,
       do: actionKind(definition.do),
       deliver: [
+        ...targets,
         chat ? `${chat.channel}:${chat.chatId}` : "",
         definition.deliver.pushover ? "pushover" : "",
         definition.deliver.ntfy ? "ntfy" : "",

@@ -17,6 +17,22 @@ export interface TriggerEvent {
   at: number;
 }
 
+/** One place a `hardware.watch` edge goes: a chat (or, with `prompt`, a turn there) and/or the phone. */
+export interface WatchTarget {
+  chat?: ReplyTarget;
+  pushover: boolean;
+  /** The chat's agent gets the edge with this request (an event note: a follow-up turn in that chat). */
+  prompt?: string;
+}
+
+/**
+ * What a `hardware.watch` pin does with an edge (src/triggers/watch-triggers.ts): report it to each watch's
+ * targets. Never from the config's `triggers` or from chat — the watches of a pin become one trigger at load.
+ */
+export interface WatchAction {
+  watch: { pin: string; targets: WatchTarget[] };
+}
+
 /** What became of one event (`magpie_trigger_events_total{result}`). */
 export type TriggerResult = "fired" | "filtered" | "error" | "dropped";
 
@@ -28,11 +44,13 @@ export interface TriggerDefinition {
   name: string;
   on: TriggerSource;
   when?: string;
-  do: TriggerAction;
+  do: TriggerAction | WatchAction;
   /** Chat target and phone notification. */
   deliver: { chat?: ReplyTarget; pushover: boolean; ntfy?: boolean };
   cooldownSecs: number;
   maxPerHour: number;
+  /** A cap per rolling minute that replaces `maxPerHour`'s hourly window (`hardware.watch`'s `maxPerMinute`). */
+  maxPerMinute?: number;
   enabled: boolean;
   source: "config" | "chat";
   creator: JobCreator;
@@ -58,7 +76,8 @@ export function sourceKind(on: TriggerSource): TriggerEvent["source"] {
 }
 
 /** The kind of an action, for listings. */
-export function actionKind(action: TriggerAction): "message" | "command" | "prompt" {
+export function actionKind(action: TriggerDefinition["do"]): "message" | "command" | "prompt" | "watch" {
+  if ("watch" in action) return "watch";
   if ("message" in action) return "message";
   if ("command" in action) return "command";
   return "prompt";
