@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { ConfigError } from "../lib/errors.js";
-import { createPhoneNotifier } from "../notify/phone.js";
 import { SeenSignatures } from "../triggers/seen-signatures.js";
 import type { TriggerDefinition } from "../triggers/trigger.js";
 import type { TriggerRuntime } from "../triggers/trigger-runtime.js";

@@ -18,7 +18,8 @@ export class RateGate {
 
   /** Takes a slot at `now` when one is free; false means drop the event. */
   take(now: number): boolean {
-    while (this.start < this.fired.length && now - (this.fired[this.start] ?? 0) >= this.windowMs) this.start++;
+    while (this.start < this.fired.length && now - (this.fired[this.start] ?? 0) >= this.windowMs)
+      this.start++;
     if (this.start > 1_024) {
       this.fired.splice(0, this.start);
       this.start = 0;

@@ -12,7 +12,8 @@ import { ConfigError } from "../lib/errors.js";
 import { deliverRuleText } from "../scheduler/action-runner.js";
 import type { JobCreator } from "../scheduler/job.js";
 import type { KvRepository } from "../store/kv.js";
-import { actionKind, sourceKind, type TriggerCounts, type TriggerDefinition } from "./trigger.js";
+import { sourceOf } from "./sources/index.js";
+import { actionKind, type TriggerCounts, type TriggerDefinition } from "./trigger.js";
 import { creationRefusal } from "./trigger-authority.js";
 import { TriggerError } from "./trigger-error.js";
 import type { TriggerRuntime } from "./trigger-runtime.js";
@@ -130,7 +131,9 @@ export class TriggerService {
 
   /** The owner's triggers: the config's `triggers` and the pins `hardware.watch` watches. */
   private fromConfig(): TriggerDefinition[] {
-    const triggers = Object.entries(this.deps.config()).map(([name, trigger]) => configTrigger(name, trigger));
+    const triggers = Object.entries(this.deps.config()).map(([name, trigger]) =>
+      configTrigger(name, trigger),
+    );
     return [...triggers, ...(this.deps.watches?.() ?? [])];
   }
 
@@ -210,7 +213,8 @@ export class TriggerService {
         "trigger.guest_not_allowed",
         "Only an owner can remove triggers; nothing was removed.",
       );
-    if (this.deps.config()[name])
+    // `hardware.watch.<pin>` is the file's too (its hardware.watch entries).
+    if (this.fromConfig().some((definition) => definition.name === name))
       throw new TriggerError("trigger.config", `Trigger "${name}" is in the config file; remove it there.`);
     const stored = this.stored();
     const kept = stored.filter((entry) => entry.name !== name);
@@ -276,7 +280,7 @@ export class TriggerService {
       await runtime.mqtt.close();
       const changedNames = new Set(changed.map((definition) => definition.name));
       for (const { definition } of runtime.list()) {
-        if (!("mqtt" in definition.on) || changedNames.has(definition.name)) continue;
+        if (!sourceOf(definition.on).usesBroker || changedNames.has(definition.name)) continue;
         await runtime.put(definition);
       }
     }
@@ -301,29 +305,21 @@ export class TriggerService {
       errors: 0,
       dropped: 0,
     };
-    const on = definition.on;
-    const detail =
-      "webhook" in on
-        ? `POST /hooks/${definition.name}`
-        : "mqtt" in on
-          ? on.mqtt.topic
-          : "gpio" in on
-            ? `${on.gpio.pin}${on.gpio.edge ? ` ${on.gpio.edge}` : ""}`
-            : "serial" in on
-              ? `${on.serial.port} /${on.serial.match}/`
-              : on.cron;
+    const source = sourceOf(definition.on);
     const chat = definition.deliver.chat;
     const targets =
       "watch" in definition.do
         ? definition.do.watch.targets.flatMap((target) => [
-            ...(target.chat ? [`${target.chat.channel}:${target.chat.chatId}${target.prompt ? " (turn)" : ""}`] : []),
+            ...(target.chat
+              ? [`${target.chat.channel}:${target.chat.chatId}${target.prompt ? " (turn)" : ""}`]
+              : []),
             ...(target.pushover ? ["pushover"] : []),
           ])
         : [];
     return {
       name: definition.name,
       source: definition.source,
-      on: `${sourceKind(on)} ${detail}`,
+      on: `${source.key} ${source.describe(definition)}`,
       when: definition.when ?? null,
       do: actionKind(definition.do),
       deliver: [

@@ -1,10 +1,11 @@
-import type { TriggerAction, TriggerSource } from "../config/sections/triggers.js";
+import type { TriggerAction, TriggerSource, TriggerSourceKey } from "../config/sections/triggers.js";
 import type { ReplyTarget } from "../core/types.js";
 import type { JobCreator } from "../scheduler/job.js";
 
 /** What a trigger's source saw: the `event` its `when` and templates read (DESIGN.md → Triggers). */
 export interface TriggerEvent {
-  source: "webhook" | "mqtt" | "gpio" | "serial" | "cron";
+  /** The `on` key of the source that saw it (src/triggers/sources/). */
+  source: TriggerSourceKey;
   /** Parsed JSON, or the text when it isn't JSON. */
   payload: unknown;
   topic?: string;
@@ -64,15 +65,6 @@ export interface TriggerCounts {
   filtered: number;
   errors: number;
   dropped: number;
-}
-
-/** The kind of a source, for listings. */
-export function sourceKind(on: TriggerSource): TriggerEvent["source"] {
-  if ("webhook" in on) return "webhook";
-  if ("mqtt" in on) return "mqtt";
-  if ("gpio" in on) return "gpio";
-  if ("serial" in on) return "serial";
-  return "cron";
 }
 
 /** The kind of an action, for listings. */
