@@ -1,7 +1,11 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { triggerSourceOptions, triggerSourceSchema } from "../../src/config/sections/triggers.js";
+import {
+  type TriggerSource,
+  triggerSourceOptions,
+  triggerSourceSchema,
+} from "../../src/config/sections/triggers.js";
 import { triggerSources } from "../../src/triggers/sources/index.js";
 
 /**
@@ -23,29 +27,22 @@ describe("the trigger source catalog", () => {
   });
 
   it("derives the config's `on` union from the catalog: one option per source, each with its own key only", () => {
-    expect(Object.keys(triggerSourceOptions)).toEqual(Object.keys(triggerSources));
+    expect(Object.keys(triggerSourceOptions).sort()).toEqual(Object.keys(triggerSources).sort());
     expect(triggerSourceSchema.options).toHaveLength(Object.keys(triggerSources).length);
     for (const [key, option] of Object.entries(triggerSourceOptions)) {
       expect(Object.keys(option.shape)).toEqual([key]);
       expect(triggerSourceSchema.options).toContain(option);
     }
-    expect(triggerSourceSchema.safeParse({}).error?.issues[0]?.message).toBe(
-      "give exactly one of webhook, mqtt, gpio, serial or cron",
-    );
+    const refusal = triggerSourceSchema.safeParse({}).error?.issues[0]?.message ?? "";
+    expect(refusal).toMatch(/^give exactly one of /);
+    for (const key of Object.keys(triggerSources)) expect(refusal).toContain(key);
   });
 
   it("finds the module of each `on` and no other", () => {
-    const examples = {
-      webhook: { webhook: { secret: "s".repeat(16) } },
-      mqtt: { mqtt: { topic: "home/+/temp" } },
-      gpio: { gpio: { pin: "door" } },
-      serial: { serial: { port: "/dev/ttyACM0", match: "^LEAK" } },
-      cron: { cron: "*/5 * * * *" },
-    };
-    expect(Object.keys(examples)).toEqual(Object.keys(triggerSources));
-    for (const [key, on] of Object.entries(examples)) {
-      const parsed = triggerSourceSchema.parse(on);
-      const handling = Object.values(triggerSources).filter((source) => source.handles(parsed));
+    for (const key of Object.keys(triggerSources)) {
+      // The shape inside does not matter here: a source knows its `on` by its key.
+      const on = Object.fromEntries([[key, {}]]) as TriggerSource;
+      const handling = Object.values(triggerSources).filter((source) => source.handles(on));
       expect(handling.map((source) => source.key)).toEqual([key]);
     }
   });
