@@ -3,8 +3,9 @@ import { ConfigError } from "../lib/errors.js";
 import type { MagpieFeature } from "./feature.js";
 
 /**
- * Boards, pins and watched edges (`hardware`): the hardware service for the tools, pin events into chats,
- * Pushover and agent turns, ports closed on stop. Without `hardware.boards` nothing is loaded.
+ * Boards and pins (`hardware`): the hardware service for the tools, the pin event log and sessions' `gpio watch`,
+ * ports closed on stop. `hardware.watch` entries become gpio triggers at load (the triggers feature runs them
+ * through the one action runner). Without `hardware.boards` nothing is loaded.
  */
 export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature {
   return {
@@ -22,27 +23,14 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
       // Loaded only when boards are configured: a box without hardware pays nothing at start-up.
       const { HardwareService } = await import("../hardware/hardware-service.js");
       const { WatchEvents } = await import("../hardware/watch-events.js");
-      const { createActionRunner } = await import("../scheduler/action-runner.js");
       const service = new HardwareService(hardware, ports, () => new Date(app.clock.now()));
-      const notifier = app.services.notifier;
-      service.events = new WatchEvents({
-        watches: hardware.watch,
-        runner: createActionRunner({
-          messenger: app.messenger,
-          notifier,
-          tools: app.tools,
-          agent: app.agent,
-          authority: () => app.ports.authority(),
-          logger: app.logger.child({ module: "hardware" }),
-          maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength ?? 4_000,
-        }),
-        pushoverConfigured: notifier.configured,
+      // The pin event log and sessions' own `gpio watch`; `hardware.watch` runs as gpio triggers (triggers feature).
+      const events = new WatchEvents({
         notes: (note) => void app.messenger.note(note),
         kv: app.store.kv,
         logger: app.logger.child({ module: "hardware" }),
-        now: () => new Date(app.clock.now()),
       });
-      const events = service.events;
+      service.events = events;
       service.gpio.onEdge((edge) => events.handle(edge));
       app.services.hardware = service;
       app.logger.info(
@@ -58,19 +46,13 @@ export function createHardwareFeature(ports: HardwarePorts = {}): MagpieFeature 
         onSessionReset: (sessionKey) => service.serial.closeOwnedBy(sessionKey),
       };
     },
-    async start(config, app) {
-      const service = app.services.hardware;
-      if (!service) return;
+    start(config, app) {
+      if (!app.services.hardware) return;
+      // The watched pins themselves are opened by their gpio triggers (src/triggers/watch-triggers.ts).
       for (const watch of config.hardware.watch) {
         const channel = watch.notify.channel;
         if (channel !== undefined && !app.channels.has(channel))
           app.logger.error({ pin: watch.pin, channel }, "hardware-watch-channel-not-connected");
-        try {
-          await service.gpio.watch(watch.pin);
-        } catch (error) {
-          // The box lacks the device or the permission: say so loudly (doctor names the fix); the app still runs.
-          app.logger.error({ pin: watch.pin, err: error }, "hardware-watch-failed");
-        }
       }
     },
   };

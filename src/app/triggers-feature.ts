@@ -6,6 +6,7 @@ import type { TriggerDefinition } from "../triggers/trigger.js";
 import type { TriggerRuntime } from "../triggers/trigger-runtime.js";
 import { TriggerService } from "../triggers/trigger-service.js";
 import { triggersCommand } from "../triggers/triggers-command.js";
+import { watchTriggers } from "../triggers/watch-triggers.js";
 import { createWebhookHandler, MAX_REMEMBERED_SIGNATURES } from "../triggers/webhook-handler.js";
 import type { AppContext, MagpieFeature } from "./feature.js";
 
@@ -15,7 +16,7 @@ const MQTT_CLIENT_ID_KEY = "triggers.mqtt_client_id";
 /**
  * Triggers (DESIGN.md → Triggers): events from webhooks, MQTT, GPIO, serial lines and cron checks, gated by a
  * predicate before anything runs; `/triggers`, `POST /hooks/<name>` and the service behind the trigger tools
- * and `mqtt_publish`. The runtime (CEL predicates, the MQTT client) is loaded only when a trigger exists or a
+ * and `mqtt_publish`. The pins `hardware.watch` watches run here too, as gpio triggers made at load. The runtime (CEL predicates, the MQTT client) is loaded only when a trigger exists or a
  * tool asks for it: a box without triggers loads neither.
  */
 export function createTriggersFeature(): MagpieFeature {
@@ -26,6 +27,8 @@ export function createTriggersFeature(): MagpieFeature {
     async setup(config, app) {
       const service = new TriggerService({
         config: () => config.triggers,
+        // `hardware.watch` is restart-only; its triggers need the hardware feature's service (boards).
+        watches: () => (app.services.hardware ? watchTriggers(config.hardware) : []),
         kv: app.store.kv,
         authority: () => app.ports.authority(),
         load: (definitions) => loadRuntime(config, app, definitions),
@@ -69,6 +72,7 @@ async function loadRuntime(
   const { createTriggerActions } = await import("../triggers/trigger-actions.js");
   const { createActionRunner } = await import("../scheduler/action-runner.js");
   const { newClientIdPrefix } = await import("../triggers/mqtt-hub.js");
+  const { watchRecord } = await import("../triggers/watch-triggers.js");
   const logger = app.logger.child({ module: "triggers" });
   let clientId = app.store.kv.get(MQTT_CLIENT_ID_KEY, z.string());
   if (!clientId) {
@@ -81,6 +85,11 @@ async function loadRuntime(
     now: () => app.clock.now(),
     events: app.events,
     ...(app.services.hardware ? { hardware: app.services.hardware } : {}),
+    judged: (trigger, event, result) => {
+      // A `hardware.watch` edge goes into the pin event log (`gpio list` shows it) with where it went.
+      const record = watchRecord(trigger, event, result);
+      if (record) app.services.hardware?.events?.record(record.edge, record.delivered);
+    },
     kv: app.store.kv,
     mqttClientId: clientId,
     run: createTriggerActions({
@@ -92,6 +101,7 @@ async function loadRuntime(
         authority: () => app.ports.authority(),
         logger,
         maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength ?? 4_000,
+        note: (note) => void app.messenger.note(note),
       }),
       runTimeoutMs: config.cron.runTimeoutSecs * 1000,
     }),

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { AgentRunner } from "../core/agent-runner.js";
-import type { AuthorityPort } from "../core/identity.js";
+import type { SessionNote } from "../core/chat-turns.js";
+import type { AuthorityPort, SenderIdentity } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
 import type { Approver, ToolRuntime } from "../core/tool-runtime.js";
 import type { ReplyTarget } from "../core/types.js";
@@ -89,6 +90,11 @@ export interface ImmediateDelivery {
   recheck?: boolean;
   pushover?: boolean | undefined;
   ntfy?: boolean | undefined;
+  /**
+   * With `chat`: the text goes into that chat's session as an event note carrying this request, shown there, and
+   * the follow-up turn (with `sender`'s authority) answers in the chat (`hardware.watch`'s `prompt`).
+   */
+  followUp?: { request: string; sender: SenderIdentity } | undefined;
 }
 
 export interface ActionRunnerDeps {
@@ -101,6 +107,8 @@ export interface ActionRunnerDeps {
   logger?: Logger;
   /** Longest message a channel takes. */
   maxMessageLength?: (channel: string) => number;
+  /** Puts a note into a chat's session (a follow-up turn there): needed by `followUp` deliveries. */
+  note?: (note: SessionNote) => void;
 }
 
 /** What a command action reaches. */
@@ -274,10 +282,23 @@ export function createActionRunner(deps: ActionRunnerDeps): ActionRunner {
           );
           throw new Error(`${chat.channel}:${chat.chatId} is not a chat Magpie may post to`);
         }
-        const max = deps.maxMessageLength?.(chat.channel) ?? 4_000;
-        const body = text.length > max ? `${text.slice(0, max - 1)}…` : text;
-        if (!deps.messenger) throw new Error("no messenger to deliver with");
-        deps.messenger.send(chat, { text: body }, "notice");
+        const followUp = to.followUp;
+        if (followUp) {
+          if (!deps.note) throw new Error("no session notes to deliver with");
+          deps.note({
+            target: chat,
+            sender: followUp.sender,
+            origin: "event",
+            label: `${from.kind} ${from.id}`,
+            text: `${text}\n\n${followUp.request}`,
+            show: text,
+          });
+        } else {
+          const max = deps.maxMessageLength?.(chat.channel) ?? 4_000;
+          const body = text.length > max ? `${text.slice(0, max - 1)}…` : text;
+          if (!deps.messenger) throw new Error("no messenger to deliver with");
+          deps.messenger.send(chat, { text: body }, "notice");
+        }
       }
       const phones = (["pushover", "ntfy"] as const).filter((provider) => to[provider]);
       if (phones.length > 0 && deps.notifier) {

@@ -4,6 +4,7 @@ import type { TriggerDefinition, TriggerEvent } from "./trigger.js";
 import { sourceTools } from "./trigger-authority.js";
 import type { ActionRunner as TriggerActionRunner } from "./trigger-engine.js";
 import { quoteEvent } from "./untrusted-event.js";
+import { runWatch } from "./watch-triggers.js";
 
 export interface TriggerActionDeps {
   /** The one action runner (authority, approver, target, execution, delivery). */
@@ -19,6 +20,7 @@ export function triggerSource(trigger: Pick<TriggerDefinition, "name">): ActionS
 
 function triggerWork(trigger: TriggerDefinition, event: TriggerEvent): ActionWork {
   const action = trigger.do;
+  if ("watch" in action) throw new Error("a watch report is not work to run");
   if ("message" in action) return { kind: "message", text: renderTemplate(action.message, event) };
   if ("command" in action) return { kind: "shell", command: action.command };
   // The request carries the event as quoted, untrusted data.
@@ -37,11 +39,14 @@ function triggerWork(trigger: TriggerDefinition, event: TriggerEvent): ActionWor
  * runner: `message` is the template filled from the event (no LLM); `command` goes through the registered
  * `shell` tool (sandbox, guards, audit); `prompt` is an isolated agent turn of origin `event` whose request
  * quotes the event as untrusted data, with the trigger's tool set narrowed to its creator's. What each produces
- * goes to `deliver`, whose chat is checked again at delivery.
+ * goes to `deliver`, whose chat is checked again at delivery. A trigger made from `hardware.watch` reports its
+ * edge through the same runner.
  */
 export function createTriggerActions(deps: TriggerActionDeps): TriggerActionRunner {
   let runs = 0;
-  return async (trigger, event) => {
+  return async (trigger, event, context) => {
+    // A `hardware.watch` pin (src/triggers/watch-triggers.ts): its report goes to each watch's targets.
+    if ("watch" in trigger.do) return runWatch(deps.runner, trigger.do.watch, event, context);
     const from = triggerSource(trigger);
     const work = triggerWork(trigger, event);
     const { ok, text, refused } = await deps.runner.run({

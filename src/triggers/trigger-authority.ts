@@ -1,20 +1,16 @@
 import { authorityRefusal, type NeededTool, SHELL_TOOL } from "../scheduler/action-runner.js";
+import { sourceOf } from "./sources/index.js";
 import type { TriggerDefinition } from "./trigger.js";
 
 /**
- * The tool behind each resource a trigger's source reads: a trigger made in chat may read a device, a pin or the
- * broker only if the turn that made it could have, through that tool (DESIGN.md → Security → "One guard per
- * resource" and "Jobs carry their creator's authority").
+ * The tools a trigger's source reaches (its action's own, shell, is the runner's to add): a trigger made in chat
+ * may read a device, a pin or the broker only if the turn that made it could have, through that tool (DESIGN.md →
+ * Security → "One guard per resource" and "Jobs carry their creator's authority"). Each source names its own
+ * (`reaches` in src/triggers/sources/<key>.ts).
  */
-const SOURCE_TOOLS = {
-  serial: { tool: "serial", does: "reads a board's serial port" },
-  gpio: { tool: "gpio", does: "reads a GPIO pin" },
-  mqtt: { tool: "mqtt_publish", does: "reads the MQTT broker" },
-} as const satisfies Record<string, NeededTool>;
-
-/** The tools a trigger's source reaches (its action's own, shell, is the runner's to add). */
 export function sourceTools(trigger: Pick<TriggerDefinition, "on">): NeededTool[] {
-  return Object.entries(SOURCE_TOOLS).flatMap(([source, needed]) => (source in trigger.on ? [needed] : []));
+  const reaches = sourceOf(trigger.on).reaches;
+  return reaches ? [reaches] : [];
 }
 
 /**
@@ -31,7 +27,7 @@ export function creationRefusal(trigger: TriggerDefinition): { code: string; mes
       code: "trigger.guest_not_allowed",
       message: `only an owner can make triggers, and ${identity.userName ?? identity.userId} is a guest on ${identity.channel}`,
     };
-  const source = Object.keys(SOURCE_TOOLS).find((name) => name in trigger.on && refusal.tool !== "shell");
+  const source = sourceOf(trigger.on).key;
   return {
     code: "trigger.tool_not_allowed",
     message:

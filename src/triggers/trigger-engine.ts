@@ -1,12 +1,30 @@
 import type { Logger } from "pino";
 import type { EventPublisher } from "../core/events.js";
 import { errorMessage } from "../lib/errors.js";
+import { RateGate } from "../lib/rate-gate.js";
 import { compilePredicate, type Predicate } from "./predicate.js";
-import { RateGate } from "./rate-gate.js";
-import type { TriggerCounts, TriggerDefinition, TriggerEvent, TriggerResult } from "./trigger.js";
+import {
+  actionKind,
+  type TriggerCounts,
+  type TriggerDefinition,
+  type TriggerEvent,
+  type TriggerResult,
+} from "./trigger.js";
 
-/** Runs a fired trigger's action (message, command or prompt) and delivers what it produced. */
-export type ActionRunner = (trigger: TriggerDefinition, event: TriggerEvent) => Promise<void>;
+/** What the engine tells an action besides the event: events of its trigger dropped since it last fired. */
+export interface FiringContext {
+  dropped: number;
+}
+
+/** Runs a fired trigger's action (message, command, prompt or watch report) and delivers what it produced. */
+export type ActionRunner = (
+  trigger: TriggerDefinition,
+  event: TriggerEvent,
+  context: FiringContext,
+) => Promise<void>;
+
+/** Told of every judged event with its result (the pin event log of `hardware.watch` listens here). */
+export type JudgedListener = (trigger: TriggerDefinition, event: TriggerEvent, result: TriggerResult) => void;
 
 /**
  * Commands and agent turns of one trigger running at once; past this an event is dropped rather than queued. A
@@ -19,6 +37,8 @@ interface Entry {
   predicate: Predicate | null;
   gate: RateGate;
   counts: TriggerCounts;
+  /** Dropped since the last firing (the next firing is told). */
+  droppedSinceFired: number;
   inFlight: number;
 }
 
@@ -27,6 +47,7 @@ export interface TriggerEngineDeps {
   logger: Logger;
   now: () => number;
   events?: EventPublisher;
+  judged?: JudgedListener;
 }
 
 /**
@@ -47,8 +68,12 @@ export class TriggerEngine {
     this.entries.set(definition.name, {
       definition,
       predicate,
-      gate: new RateGate(definition.cooldownSecs * 1000, definition.maxPerHour),
+      gate:
+        definition.maxPerMinute !== undefined
+          ? new RateGate(definition.cooldownSecs * 1000, definition.maxPerMinute, 60_000)
+          : new RateGate(definition.cooldownSecs * 1000, definition.maxPerHour),
       counts: previous?.counts ?? { fired: 0, filtered: 0, errors: 0, dropped: 0 },
+      droppedSinceFired: 0,
       inFlight: 0,
     });
   }
@@ -79,10 +104,14 @@ export class TriggerEngine {
     const result = this.judge(entry, event);
     entry.counts[result === "error" ? "errors" : result]++;
     this.deps.events?.triggerEvent({ trigger: name, result });
+    this.deps.judged?.(entry.definition, event, result);
+    if (result === "dropped") entry.droppedSinceFired++;
     if (result !== "fired") return result;
+    const context: FiringContext = { dropped: entry.droppedSinceFired };
+    entry.droppedSinceFired = 0;
     entry.inFlight++;
     const action = this.deps
-      .run(entry.definition, event)
+      .run(entry.definition, event, context)
       .catch((error: unknown) => {
         entry.counts.errors++;
         this.deps.logger.error({ trigger: name, err: error }, "trigger-action-failed");
@@ -111,7 +140,9 @@ export class TriggerEngine {
         return "error";
       }
     }
-    const busy = !("message" in entry.definition.do) && entry.inFlight >= MAX_IN_FLIGHT;
+    const kind = actionKind(entry.definition.do);
+    // A message or a watch report is handed over at once; commands and turns take their time.
+    const busy = kind !== "message" && kind !== "watch" && entry.inFlight >= MAX_IN_FLIGHT;
     if (busy || !entry.gate.take(this.deps.now())) {
       if (entry.counts.dropped % 100 === 0)
         this.deps.logger.warn({ trigger: name, dropped: entry.counts.dropped + 1 }, "trigger-event-dropped");

@@ -12,7 +12,8 @@ import { ConfigError } from "../lib/errors.js";
 import { deliverRuleText } from "../scheduler/action-runner.js";
 import type { JobCreator } from "../scheduler/job.js";
 import type { KvRepository } from "../store/kv.js";
-import { actionKind, sourceKind, type TriggerCounts, type TriggerDefinition } from "./trigger.js";
+import { sourceOf } from "./sources/index.js";
+import { actionKind, type TriggerCounts, type TriggerDefinition } from "./trigger.js";
 import { creationRefusal } from "./trigger-authority.js";
 import { TriggerError } from "./trigger-error.js";
 import type { TriggerRuntime } from "./trigger-runtime.js";
@@ -109,6 +110,8 @@ export class TriggerService {
     private readonly deps: {
       /** `triggers` from the config, read at each use (a reload replaces it). */
       config: () => TriggersConfig;
+      /** The triggers `hardware.watch` becomes (src/triggers/watch-triggers.ts); none without boards. */
+      watches?: () => TriggerDefinition[];
       kv: KvRepository;
       authority: () => AuthorityPort;
       /** Builds the runtime (lazy import) — with every config and stored trigger put, or throws a ConfigError. */
@@ -116,17 +119,22 @@ export class TriggerService {
     },
   ) {}
 
-  /** Every trigger definition: config ones first, then chat ones. */
+  /** Every trigger definition: config ones first (`triggers`, then `hardware.watch`), then chat ones. */
   definitions(): TriggerDefinition[] {
-    const fromConfig = Object.entries(this.deps.config()).map(([name, trigger]) =>
-      configTrigger(name, trigger),
-    );
-    return [...fromConfig, ...this.stored()];
+    return [...this.fromConfig(), ...this.stored()];
   }
 
   /** True when there is anything to run (then start-up loads the runtime). */
   hasTriggers(): boolean {
-    return Object.keys(this.deps.config()).length > 0 || this.stored().length > 0;
+    return this.fromConfig().length > 0 || this.stored().length > 0;
+  }
+
+  /** The owner's triggers: the config's `triggers` and the pins `hardware.watch` watches. */
+  private fromConfig(): TriggerDefinition[] {
+    const triggers = Object.entries(this.deps.config()).map(([name, trigger]) =>
+      configTrigger(name, trigger),
+    );
+    return [...triggers, ...(this.deps.watches?.() ?? [])];
   }
 
   /** The runtime, loading it on first use. */
@@ -205,7 +213,8 @@ export class TriggerService {
         "trigger.guest_not_allowed",
         "Only an owner can remove triggers; nothing was removed.",
       );
-    if (this.deps.config()[name])
+    // `hardware.watch.<pin>` is the file's too (its hardware.watch entries).
+    if (this.fromConfig().some((definition) => definition.name === name))
       throw new TriggerError("trigger.config", `Trigger "${name}" is in the config file; remove it there.`);
     const stored = this.stored();
     const kept = stored.filter((entry) => entry.name !== name);
@@ -229,7 +238,7 @@ export class TriggerService {
       changed: [],
       removed: [],
     };
-    const wanted = Object.entries(this.deps.config()).map(([name, trigger]) => configTrigger(name, trigger));
+    const wanted = this.fromConfig();
     const chatNames = new Set(this.stored().map((definition) => definition.name));
     const taken = wanted.filter((definition) => chatNames.has(definition.name));
     if (taken.length > 0)
@@ -271,7 +280,7 @@ export class TriggerService {
       await runtime.mqtt.close();
       const changedNames = new Set(changed.map((definition) => definition.name));
       for (const { definition } of runtime.list()) {
-        if (!("mqtt" in definition.on) || changedNames.has(definition.name)) continue;
+        if (!sourceOf(definition.on).usesBroker || changedNames.has(definition.name)) continue;
         await runtime.put(definition);
       }
     }
@@ -296,25 +305,25 @@ export class TriggerService {
       errors: 0,
       dropped: 0,
     };
-    const on = definition.on;
-    const detail =
-      "webhook" in on
-        ? `POST /hooks/${definition.name}`
-        : "mqtt" in on
-          ? on.mqtt.topic
-          : "gpio" in on
-            ? `${on.gpio.pin}${on.gpio.edge ? ` ${on.gpio.edge}` : ""}`
-            : "serial" in on
-              ? `${on.serial.port} /${on.serial.match}/`
-              : on.cron;
+    const source = sourceOf(definition.on);
     const chat = definition.deliver.chat;
+    const targets =
+      "watch" in definition.do
+        ? definition.do.watch.targets.flatMap((target) => [
+            ...(target.chat
+              ? [`${target.chat.channel}:${target.chat.chatId}${target.prompt ? " (turn)" : ""}`]
+              : []),
+            ...(target.pushover ? ["pushover"] : []),
+          ])
+        : [];
     return {
       name: definition.name,
       source: definition.source,
-      on: `${sourceKind(on)} ${detail}`,
+      on: `${source.key} ${source.describe(definition)}`,
       when: definition.when ?? null,
       do: actionKind(definition.do),
       deliver: [
+        ...targets,
         chat ? `${chat.channel}:${chat.chatId}` : "",
         definition.deliver.pushover ? "pushover" : "",
         definition.deliver.ntfy ? "ntfy" : "",
