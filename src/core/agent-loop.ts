@@ -4,6 +4,7 @@ import { safeParseJson } from "../lib/parse-json.js";
 import { describeLlmError } from "../llm/errors.js";
 import { estimateMessageTokens } from "../llm/tokens.js";
 import type { ChatMessage, ChatModel, CompletionResult, RequestMessage, ToolCall } from "../llm/types.js";
+import type { JournalStep } from "../store/step-journal.js";
 import type { AgentProfile } from "./agents.js";
 import type { EventPublisher } from "./events.js";
 import type { ImagePart } from "./media.js";
@@ -44,6 +45,30 @@ export interface TurnInput {
   onTextDelta?: (delta: string) => void;
   /** What the turn is doing now, for its progress note. */
   onActivity?: (activity: string) => void;
+  /** The turn's step journal (DESIGN.md → Durable turns): absent for turns that are not journaled. */
+  journal?: TurnJournal;
+}
+
+/** Where a turn writes its steps, and the steps a cut-off run of it already wrote. */
+export interface TurnJournal {
+  /** Steps of an earlier run of this turn (empty for a fresh turn): it resumes after them. */
+  steps: JournalStep[];
+  /** Writes one step; returns once it is stored (before the next step starts). */
+  write(step: JournalStep): void;
+  /** The tool only reads: a call cut off while running may run again. */
+  readOnly(tool: string): boolean;
+  now(): number;
+}
+
+/** What a call that was running when the process died returns to the model, when its tool is not read-only. */
+export function outcomeUnknownText(tool: string): string {
+  return JSON.stringify({
+    ok: false,
+    error: {
+      code: "tool.outcome_unknown",
+      message: `The ${tool} call was running when Magpie restarted; whether it took effect is unknown. Check before doing it again, or tell the user.`,
+    },
+  });
 }
 
 export type TurnStatus = "ok" | "error" | "aborted" | "max_iterations" | "budget" | "loop";
@@ -82,8 +107,43 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
   let toolCalls = 0;
   let fallbackModel: string | null = null;
   let images = input.images ?? [];
+  const journal = input.journal;
+  let firstIteration = 1;
+  // Resuming a cut-off turn: its journaled steps are replayed, never run again.
+  if (journal && journal.steps.length > 0) {
+    const results = new Map<string, string>();
+    const started = new Set<string>();
+    for (const step of journal.steps) {
+      if (step.kind === "result") results.set(step.callId, step.output);
+      else if (step.kind === "call") started.add(step.callId);
+    }
+    for (const step of journal.steps) {
+      if (step.kind !== "llm") continue;
+      firstIteration++;
+      newMessages.push(step.message);
+      for (const call of step.message.tool_calls ?? []) {
+        toolCalls++;
+        const key = callKey(call);
+        seenCalls.set(key, (seenCalls.get(key) ?? 0) + 1);
+        let output = results.get(call.id);
+        if (output === undefined) {
+          if (started.has(call.id) && !journal.readOnly(call.function.name)) {
+            output = outcomeUnknownText(call.function.name);
+            journal.write({ kind: "result", callId: call.id, output, at: journal.now() });
+          } else {
+            output = await runCall(deps, input, call);
+          }
+        }
+        newMessages.push({ role: "tool", tool_call_id: call.id, content: output });
+      }
+    }
+    deps.logger.info(
+      { session: input.context.sessionKey, steps: journal.steps.length, toolCalls },
+      "turn-resumed",
+    );
+  }
 
-  for (let iteration = 1; iteration <= deps.maxIterations; iteration++) {
+  for (let iteration = firstIteration; iteration <= deps.maxIterations; iteration++) {
     if (signal.aborted) return aborted(userMessage, iteration - 1, toolCalls);
     // The images ride on the current user message of each request; history keeps the text only.
     const current: RequestMessage =
@@ -202,14 +262,16 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
       return { status: "loop", reply, newMessages, iterations: iteration, toolCalls, errorCode: "turn.loop" };
     }
 
-    newMessages.push({ role: "assistant", content, tool_calls: calls });
+    const asked: ChatMessage = { role: "assistant", content, tool_calls: calls };
+    journal?.write({ kind: "llm", message: asked, at: journal.now() });
+    newMessages.push(asked);
     let refusedNow = 0;
     for (const call of calls) {
       toolCalls++;
       if (!signal.aborted) input.onActivity?.(`running ${call.function.name}`);
       const output = signal.aborted
         ? JSON.stringify({ ok: false, error: { code: "tool.aborted", message: "The turn was stopped." } })
-        : await deps.tools.execute(call, input.toolNames, input.context);
+        : await runCall(deps, input, call);
       newMessages.push({ role: "tool", tool_call_id: call.id, content: output });
       if (isRefusedOutput(output)) {
         refusedCalls.add(callKey(call));
@@ -227,6 +289,15 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
   const reply = `I stopped after ${deps.maxIterations} steps (agent.maxIterations) without reaching a final answer. Tell me how to continue, or narrow the request.`;
   newMessages.push({ role: "assistant", content: reply });
   return { status: "max_iterations", reply, newMessages, iterations: deps.maxIterations, toolCalls };
+}
+
+/** Runs one call, journaled: `call` before it starts, its result once it is back. */
+async function runCall(deps: AgentLoopDeps, input: TurnInput, call: ToolCall): Promise<string> {
+  const journal = input.journal;
+  journal?.write({ kind: "call", callId: call.id, at: journal.now() });
+  const output = await deps.tools.execute(call, input.toolNames, input.context);
+  journal?.write({ kind: "result", callId: call.id, output, at: journal.now() });
+  return output;
 }
 
 /** Ends a turn cut off by the loop guard: its message is the reply and closes the turn's history. */

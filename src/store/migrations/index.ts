@@ -17,6 +17,7 @@ import { speechUsageMigration } from "./021-speech-usage.js";
 import { skillApprovalsMigration } from "./023-skill-approvals.js";
 import { historyIndexesMigration } from "./024-history-indexes.js";
 import { webhookSignaturesMigration } from "./027-webhook-signatures.js";
+import { stepJournalMigration } from "./028-step-journal.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
 export interface Migration {
@@ -48,4 +49,5 @@ export const migrations: Migration[] = [
   skillApprovalsMigration,
   historyIndexesMigration,
   webhookSignaturesMigration,
+  stepJournalMigration,
 ];
