@@ -615,6 +615,7 @@ function routerSettingsOf(config: MagpieConfig): RouterSettings {
     llm: { baseUrl: config.llm.baseUrl, timeoutMs: config.llm.timeoutMs },
     streaming: config.agent.streaming,
     progressNoticeSecs: config.agent.progressNoticeSecs,
+    resumeWithinSecs: config.agent.resumeWithinSecs,
     guestToolSet: config.security.guestToolSet,
     inboundLimit: { maxChars: config.agent.maxInboundChars, workspace: config.workspace },
     textToolCalls: config.llm.textToolCalls,

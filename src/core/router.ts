@@ -77,6 +77,8 @@ export interface RouterSettingsValues {
   streaming: boolean;
   /** `agent.progressNoticeSecs` (0 or unset: no progress notes). */
   progressNoticeSecs?: number;
+  /** `agent.resumeWithinSecs`: a cut-off turn this young resumes from its step journal (default 3600). */
+  resumeWithinSecs?: number;
   /** `security.guestToolSet`: the most a guest's turn may use. */
   guestToolSet: string[];
   /** `llm.textToolCalls`. */
@@ -245,11 +247,13 @@ export class Router implements InboundSink {
   }
 
   /** After a restart: unstarted messages are answered, cut-off turns reported once per session. */
-  recover(): { resumed: number; interrupted: number; notices: number } {
+  recover(): { resumed: number; interrupted: number; notices: number; continued: number } {
     const result = recoverInbox({
       store: this.options.store,
       logger: this.options.logger,
       clock: this.options.clock,
+      events: this.events,
+      resumeWithinMs: (this.options.settings.current().resumeWithinSecs ?? 3600) * 1000,
       enqueue: (sessionKey, inboxId) => this.queues.enqueue(sessionKey, inboxId),
     });
     this.options.outbox.wake();

@@ -54,6 +54,7 @@ export function toMagpieTools(listed: McpTool[], options: McpToolsOptions): Tool
       parameters: schema,
       inputSchema: validatingSchema(schema),
       risk: tool.annotations?.readOnlyHint === true ? "low" : "high",
+      readOnly: tool.annotations?.readOnlyHint === true,
       execute: async (input, context) => {
         const result = await connection.callTool(tool.name, input as Record<string, unknown>, context.signal);
         return formatMcpResult(result, {

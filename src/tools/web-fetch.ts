@@ -20,6 +20,7 @@ export const webFetchTool = defineTool({
       .describe("Maximum characters returned. Default 50,000 (tools.web.maxChars)."),
   }),
   risk: "low",
+  readOnly: true,
   async execute(input, context) {
     const settings = context.config.tools.web;
     const response = await safeHttpOf(context).request({

@@ -63,6 +63,11 @@ export const agentLimitsSchema = z
      * (edited in place where the channel can edit); 0 turns it off.
      */
     progressNoticeSecs: z.number().min(0).default(60),
+    /**
+     * A turn cut off by a crash or restart resumes from its step journal when its first step is at most this many
+     * seconds old (DESIGN.md → Durable turns); an older one is reported "interrupted", naming what it had done.
+     */
+    resumeWithinSecs: z.number().min(0).default(3600),
     /** Nested `delegate` calls that may run (a turn nobody delegated is depth 0); 0 turns delegation off. */
     maxDelegationDepth: z.number().int().min(0).default(3),
     /** Background subagents (`spawn`) running at once; more are refused until one ends. 0 turns spawn off. */
