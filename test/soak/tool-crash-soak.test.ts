@@ -48,7 +48,12 @@ describe(`crash soak with side-effecting tool calls (${FULL ? "full" : "short"})
           agent: { streaming: false, maxConcurrentTurns: 4, progressNoticeSecs: 0 },
           agents: { main: { toolSet: ["file_append", "file_grep"] } },
           channels: {
-            telegram: { token: telegram.validToken, apiRoot: telegram.apiRoot, pacing: false, allowFrom: chats },
+            telegram: {
+              token: telegram.validToken,
+              apiRoot: telegram.apiRoot,
+              pacing: false,
+              allowFrom: chats,
+            },
           },
         }),
       );

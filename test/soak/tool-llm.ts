@@ -139,9 +139,7 @@ export class ToolLlm {
       // Check before doing it again: is the line there?
       return {
         content: null,
-        tool_calls: [
-          this.call("file_grep", { pattern: `^(${unknown.join("|")})$`, path: LINES_FILE }),
-        ],
+        tool_calls: [this.call("file_grep", { pattern: `^(${unknown.join("|")})$`, path: LINES_FILE })],
       };
     }
     const missing = markers.filter((marker) => state.get(marker) !== "done");
