@@ -188,8 +188,13 @@ export class ChatTurns {
     store.history.ensureSession(sessionKey, agent.name, clock.now());
     // The step journal (DESIGN.md → Durable turns): a cut-off run of this turn left its steps; this run resumes
     // after them — unless the agent or model that took them is no longer this turn's.
-    const journalId = chatTurnJournalId(items[0]!.id);
-    const earlier = store.journal.steps(journalId);
+    // A resumed turn can hold more than one cut-off run (a restart took a new message and was killed before its
+    // recovery queued the older ones): every journal of its messages is replayed, in order, and new steps go to
+    // the first one (the messages' journals all go with the reply).
+    const keys = items.map((item) => chatTurnJournalId(item.id));
+    const journals = keys.map((key) => ({ key, steps: store.journal.steps(key) }));
+    const journalId = journals.find((journal) => journal.steps.length > 0)?.key ?? keys[0]!;
+    const earlier = journals.flatMap((journal) => journal.steps);
     const changed = earlier.find(
       (step) => step.kind === "llm" && (step.agent !== agent.name || step.model !== (model ?? agent.model)),
     );
@@ -363,7 +368,7 @@ export class ChatTurns {
       }
       store.inbox.setStatus(inboxIds, "done", clock.now());
       // The turn is over: its step journal goes with the reply that ends it.
-      store.journal.clear(chatTurnJournalId(inboxIds[0]!));
+      for (const id of inboxIds) store.journal.clear(chatTurnJournalId(id));
       settleOutcome(store, this.events, inboxIds, ending.outcome, ending.cause);
     })();
     this.options.outbox.wake();

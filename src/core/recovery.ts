@@ -33,13 +33,23 @@ export function recoverInbox(deps: {
   events?: EventPublisher;
   /** A cut-off turn whose journal (or start, without one) is at most this old resumes. */
   resumeWithinMs: number;
+  /**
+   * When this process started: a message marked running since then is a live turn of this process (channels
+   * start taking messages before the recovery runs), not one the last process left cut off.
+   */
+  liveSince?: number;
   enqueue(sessionKey: string, inboxId: number): void;
 }): { resumed: number; interrupted: number; notices: number; continued: number } {
   const { store, logger, clock } = deps;
   const unfinished = store.inbox.unfinished();
   const cutOff = new Map<string, InboxItem[]>();
+  const live = new Set<number>();
   for (const item of unfinished) {
     if (item.status !== "processing") continue;
+    if (deps.liveSince !== undefined && (item.startedAt ?? 0) >= deps.liveSince) {
+      live.add(item.id);
+      continue;
+    }
     const items = cutOff.get(item.sessionKey) ?? [];
     items.push(item);
     cutOff.set(item.sessionKey, items);
@@ -93,7 +103,7 @@ export function recoverInbox(deps: {
   let resumed = 0;
   // In id order: a resumed turn's messages come before those that waited behind it, and are collected with them.
   for (const item of unfinished) {
-    if (ended.has(item.id)) continue;
+    if (ended.has(item.id) || live.has(item.id)) continue;
     deps.enqueue(item.sessionKey, item.id);
     if (item.status === "pending") resumed++;
   }

@@ -254,6 +254,7 @@ export class Router implements InboundSink {
       clock: this.options.clock,
       events: this.events,
       resumeWithinMs: (this.options.settings.current().resumeWithinSecs ?? 3600) * 1000,
+      liveSince: this.startedAt,
       enqueue: (sessionKey, inboxId) => this.queues.enqueue(sessionKey, inboxId),
     });
     this.options.outbox.wake();

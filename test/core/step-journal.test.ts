@@ -259,6 +259,59 @@ describe("step journal: a cut-off turn resumes", () => {
     });
   });
 
+  it("two cut-off runs in one chat (a restart took a new message and died before recovering the older one): both journals replay, nothing re-runs", async () => {
+    const { dataDir, workspace } = await crashedDuringTurn({
+      steps: [
+        llmStep(appendCall("c1", "A")),
+        { kind: "call", callId: "c1" },
+        { kind: "result", callId: "c1", output: "Appended 2 bytes to lines.txt." },
+      ],
+      files: { "lines.txt": "A\nB\n" },
+    });
+    // The first run's message was set back to pending by a recovery that was killed before it ran again; a newer
+    // message's run journaled its own append before that process died too.
+    const store = Store.open(dataDir);
+    store.inbox.setStatus([1], "pending", Date.now());
+    const at = Date.now() - 500;
+    const second = store.inbox.insert(
+      {
+        channel: "test",
+        chatId: "chat-1",
+        messageId: "in-crash-2",
+        userId: "u1",
+        userName: "U",
+        text: "and B",
+        isDirect: true,
+        mentionsBot: false,
+        attachments: [],
+        receivedAt: at,
+      },
+      "test:chat-1",
+      "pending",
+    )!;
+    store.inbox.setStatus([second], "processing", at);
+    for (const step of [
+      llmStep(appendCall("c2", "B")),
+      { kind: "call" as const, callId: "c2" },
+      { kind: "result" as const, callId: "c2", output: "Appended 2 bytes to lines.txt (B)." },
+    ])
+      store.journal.append(`inbox:${second}`, { ...step, at });
+    store.close();
+    llm!.script(
+      reply.text("noted A and B", (body) => {
+        expect(toolMessages(body).map((message) => message.tool_call_id)).toEqual(["c1", "c2"]);
+      }),
+    );
+    const app = await restart(dataDir);
+    await app.channel!.waitForSent(1);
+    await app.app.router.queues.idle();
+    expect(app.channel!.texts()).toEqual(["noted A and B"]);
+    expect(readFileSync(path.join(workspace, "lines.txt"), "utf8")).toBe("A\nB\n");
+    expect(app.app.store.audit.recent(10)).toEqual([]);
+    expect(app.app.store.db.prepare("SELECT count(*) FROM turn_steps").pluck().get()).toBe(0);
+    llm!.assertDone();
+  });
+
   it("a pending approval is asked again under the same id, decided once, and the call runs once", async () => {
     const config = { ...TOOLS, security: { approvals: { require: ["file_append"], timeoutSecs: 30 } } };
     const { dataDir, workspace } = await crashedDuringTurn(
