@@ -142,6 +142,7 @@ function routerSettingsOf(config: MagpieConfig): RouterSettings {
     streaming: config.agent.streaming,
     progressNoticeSecs: config.agent.progressNoticeSecs,
     retryOutageForSecs: config.agent.retryOutageForSecs,
+    resumeWithinSecs: config.agent.resumeWithinSecs,
     guestToolSet: config.security.guestToolSet,
     inboundLimit: { maxChars: config.agent.maxInboundChars, workspace: config.workspace },
     textToolCalls: config.llm.textToolCalls,

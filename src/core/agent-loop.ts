@@ -4,12 +4,14 @@ import { safeParseJson } from "../lib/parse-json.js";
 import { describeLlmError } from "../llm/errors.js";
 import { estimateMessageTokens } from "../llm/tokens.js";
 import type { ChatMessage, ChatModel, CompletionResult, RequestMessage, ToolCall } from "../llm/types.js";
+import type { AssistantStep, JournalStep } from "../store/step-journal.js";
 import type { AgentProfile } from "./agents.js";
+import type { ApprovalDecision } from "./approvals.js";
 import type { EventPublisher } from "./events.js";
 import type { ImagePart } from "./media.js";
 import type { SpendPort, SpendScope } from "./spend.js";
 import { parseTextToolCalls } from "./text-tool-calls.js";
-import type { ToolCallContext, ToolRuntime } from "./tool-runtime.js";
+import type { ApprovalSteps, ToolCallContext, ToolRuntime } from "./tool-runtime.js";
 
 export interface AgentLoopDeps {
   model: ChatModel;
@@ -44,6 +46,30 @@ export interface TurnInput {
   onTextDelta?: (delta: string) => void;
   /** What the turn is doing now, for its progress note. */
   onActivity?: (activity: string) => void;
+  /** The turn's step journal (DESIGN.md → Durable turns): absent for turns that are not journaled. */
+  journal?: TurnJournal;
+}
+
+/** Where a turn writes its steps, and the steps a cut-off run of it already wrote. */
+export interface TurnJournal {
+  /** Steps of an earlier run of this turn (empty for a fresh turn): it resumes after them. */
+  steps: JournalStep[];
+  /** Writes one step; returns once it is stored (before the next step starts). */
+  write(step: JournalStep): void;
+  /** Runs `write` in one transaction: a step's journal row with its ledger and trace rows. */
+  atomically(write: () => void): void;
+  now(): number;
+}
+
+/** What a call that was running when the process died returns to the model, when its tool is not read-only. */
+export function outcomeUnknownText(tool: string): string {
+  return JSON.stringify({
+    ok: false,
+    error: {
+      code: "tool.outcome_unknown",
+      message: `The ${tool} call was running when Magpie restarted, so whether it took effect is unknown. Check (e.g. read what it would have changed) before doing it again, or tell the user.`,
+    },
+  });
 }
 
 export type TurnStatus = "ok" | "error" | "aborted" | "max_iterations" | "budget" | "loop";
@@ -82,8 +108,19 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
   let toolCalls = 0;
   let fallbackModel: string | null = null;
   let images = input.images ?? [];
+  const journal = input.journal;
+  let firstIteration = 1;
+  if (journal && journal.steps.length > 0) {
+    // Resuming a cut-off turn: its journaled steps are replayed, never run again.
+    const replayed = await replayJournal(deps, input, journal, newMessages);
+    for (const [key, count] of replayed.seenCalls) seenCalls.set(key, count);
+    for (const key of replayed.refusedCalls) refusedCalls.add(key);
+    toolCalls = replayed.toolCalls;
+    firstIteration = replayed.steps + 1;
+    if (signal.aborted) return aborted(userMessage, replayed.steps, toolCalls);
+  }
 
-  for (let iteration = 1; iteration <= deps.maxIterations; iteration++) {
+  for (let iteration = firstIteration; iteration <= deps.maxIterations; iteration++) {
     if (signal.aborted) return aborted(userMessage, iteration - 1, toolCalls);
     // The images ride on the current user message of each request; history keeps the text only.
     const current: RequestMessage =
@@ -155,7 +192,8 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         errorCode: failure.code,
       };
     }
-    recordUsage(deps, input, model, messages, result, Math.round(performance.now() - callStarted));
+    const latencyMs = Math.round(performance.now() - callStarted);
+    const record = () => recordUsage(deps, input, model, messages, result, latencyMs);
     if (result.answeredBy?.fallback) fallbackModel = result.answeredBy.model;
     else if (result.answeredBy) fallbackModel = null;
 
@@ -174,6 +212,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
     }
 
     if (calls.length === 0) {
+      record();
       const answer = content?.trim() || "(The model returned an empty answer.)";
       newMessages.push({ role: "assistant", content: answer });
       // A reply produced by a fallback says so, in one short line (not stored in history).
@@ -183,6 +222,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
 
     const repeatedRefusal = calls.find((call) => refusedCalls.has(callKey(call)));
     if (repeatedRefusal) {
+      record();
       const reply = `I stopped: the model asked again for a call that was refused (${repeatedRefusal.function.name} with the same arguments), so going on would only repeat the refusal. Tell me how to go on.`;
       return stopped(deps, input, newMessages, reply, iteration, toolCalls, repeatedRefusal.function.name);
     }
@@ -193,6 +233,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
       return count >= LOOP_LIMIT;
     });
     if (looping) {
+      record();
       const reply = `I stopped: the same tool call (${looping.function.name} with the same arguments) came ${LOOP_LIMIT} times in this turn, which looks like a loop. Tell me how to go on.`;
       deps.logger.warn(
         { tool: looping.function.name, session: input.context.sessionKey },
@@ -202,14 +243,22 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
       return { status: "loop", reply, newMessages, iterations: iteration, toolCalls, errorCode: "turn.loop" };
     }
 
-    newMessages.push({ role: "assistant", content, tool_calls: calls });
+    const asked: AssistantStep = { role: "assistant", content, tool_calls: calls };
+    if (journal) {
+      // The step — the ledger and trace rows of the LLM call and its journal row — in one transaction.
+      journal.atomically(() => {
+        record();
+        journal.write({ kind: "llm", message: asked, agent: input.agent.name, model, at: journal.now() });
+      });
+    } else record();
+    newMessages.push(asked);
     let refusedNow = 0;
     for (const call of calls) {
       toolCalls++;
       if (!signal.aborted) input.onActivity?.(`running ${call.function.name}`);
       const output = signal.aborted
         ? JSON.stringify({ ok: false, error: { code: "tool.aborted", message: "The turn was stopped." } })
-        : await deps.tools.execute(call, input.toolNames, input.context);
+        : await runCall(deps, input, call);
       newMessages.push({ role: "tool", tool_call_id: call.id, content: output });
       if (isRefusedOutput(output)) {
         refusedCalls.add(callKey(call));
@@ -227,6 +276,116 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
   const reply = `I stopped after ${deps.maxIterations} steps (agent.maxIterations) without reaching a final answer. Tell me how to continue, or narrow the request.`;
   newMessages.push({ role: "assistant", content: reply });
   return { status: "max_iterations", reply, newMessages, iterations: deps.maxIterations, toolCalls };
+}
+
+/**
+ * Runs one call, journaled: `call` before it starts, `result` once it is back — in the transaction of the call's
+ * audit and trace rows when the tool runtime offers one (`onResult`). A call cut off by a shutdown keeps no result:
+ * its turn resumes it as a call that was running.
+ */
+async function runCall(deps: AgentLoopDeps, input: TurnInput, call: ToolCall): Promise<string> {
+  const journal = input.journal;
+  if (!journal) return deps.tools.execute(call, input.toolNames, input.context);
+  const { signal } = input.context;
+  journal.write({ kind: "call", callId: call.id, at: journal.now() });
+  let stored = false;
+  const storeResult = (output: string) => {
+    if (stored || signal.aborted) return;
+    journal.write({ kind: "result", callId: call.id, output, at: journal.now() });
+    stored = true;
+  };
+  const approvals = approvalsOf(journal.steps, call.id);
+  let nextApproval = 0;
+  const approvalSteps: ApprovalSteps = {
+    next: () => approvals[nextApproval++],
+    asked: (approvalId) =>
+      journal.write({ kind: "approval", callId: call.id, approvalId, at: journal.now() }),
+    decided: (approvalId, decision) =>
+      journal.write({ kind: "approval", callId: call.id, approvalId, decision, at: journal.now() }),
+  };
+  const output = await deps.tools.execute(call, input.toolNames, {
+    ...input.context,
+    onResult: storeResult,
+    approvalSteps,
+  });
+  storeResult(output);
+  return output;
+}
+
+/** A call's approvals in a journal, in the order it asked for them, each with its decision once made. */
+function approvalsOf(
+  steps: readonly JournalStep[],
+  callId: string,
+): Array<{ approvalId: string; decision?: ApprovalDecision }> {
+  const approvals: Array<{ approvalId: string; decision?: ApprovalDecision }> = [];
+  for (const step of steps) {
+    if (step.kind !== "approval" || step.callId !== callId) continue;
+    const known = approvals.find((approval) => approval.approvalId === step.approvalId);
+    if (!known)
+      approvals.push({ approvalId: step.approvalId, ...(step.decision ? { decision: step.decision } : {}) });
+    else if (step.decision) known.decision = step.decision;
+  }
+  return approvals;
+}
+
+/**
+ * Replays the journal of a cut-off run of this turn into `newMessages`: each journaled LLM step with its calls'
+ * results. A call with a result is never run again; a call that was running when the process died runs again
+ * only when its tool is read-only, else the model is told its outcome is unknown; a call that had not started
+ * runs now.
+ */
+async function replayJournal(
+  deps: AgentLoopDeps,
+  input: TurnInput,
+  journal: TurnJournal,
+  newMessages: ChatMessage[],
+): Promise<{ steps: number; toolCalls: number; seenCalls: Map<string, number>; refusedCalls: Set<string> }> {
+  const { signal } = input.context;
+  const results = new Map<string, string>();
+  const started = new Set<string>();
+  for (const step of journal.steps) {
+    if (step.kind === "result") results.set(step.callId, step.output);
+    else if (step.kind === "call") started.add(step.callId);
+  }
+  const seenCalls = new Map<string, number>();
+  const refusedCalls = new Set<string>();
+  let steps = 0;
+  let toolCalls = 0;
+  let rerun = 0;
+  let unknown = 0;
+  for (const step of journal.steps) {
+    if (step.kind !== "llm") continue;
+    steps++;
+    newMessages.push(step.message);
+    for (const call of step.message.tool_calls ?? []) {
+      toolCalls++;
+      const key = callKey(call);
+      seenCalls.set(key, (seenCalls.get(key) ?? 0) + 1);
+      let output = results.get(call.id);
+      if (output === undefined) {
+        if (signal.aborted) break;
+        // Still waiting for a person (or refused by one) when cut off: it never ran, so it runs now (asking again).
+        const waiting = approvalsOf(journal.steps, call.id).some(
+          (approval) => approval.decision !== "approved",
+        );
+        if (started.has(call.id) && !waiting && !(deps.tools.isReadOnly?.(call) ?? false)) {
+          output = outcomeUnknownText(call.function.name);
+          journal.write({ kind: "result", callId: call.id, output, at: journal.now() });
+          unknown++;
+        } else {
+          if (started.has(call.id)) rerun++;
+          output = await runCall(deps, input, call);
+        }
+      }
+      if (isRefusedOutput(output)) refusedCalls.add(key);
+      newMessages.push({ role: "tool", tool_call_id: call.id, content: output });
+    }
+  }
+  deps.logger.info(
+    { session: input.context.sessionKey, steps, toolCalls, rerun, outcomeUnknown: unknown },
+    "turn-resumed",
+  );
+  return { steps, toolCalls, seenCalls, refusedCalls };
 }
 
 /** Ends a turn cut off by the loop guard: its message is the reply and closes the turn's history. */

@@ -16,6 +16,13 @@ export interface ApprovalRequest {
   reason: string;
   timeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * Asks again under this id (a resumed turn's pending approval, DESIGN.md → Durable turns): the request is
+   * reopened, and a decision a person already made on it is returned without asking — decided once.
+   */
+  id?: string;
+  /** Hears the request's id once it is stored, before the wait (the step journal keeps it). */
+  onAsked?(id: string): void;
 }
 
 /** A question put to a person in chat (`ask_question`). */

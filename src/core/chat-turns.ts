@@ -5,6 +5,8 @@ import { isOutageCode } from "../llm/failure-kind.js";
 import type { ChatMessage } from "../llm/types.js";
 import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
+import { describeDoneSteps } from "../store/step-journal.js";
+import type { TurnJournal } from "./agent-loop.js";
 import type { AgentDirectory } from "./agents.js";
 import type { Clock } from "./clock.js";
 import { type EventPublisher, type MessageOutcome, NO_EVENTS } from "./events.js";
@@ -17,6 +19,7 @@ import { type ChatOutage, duration, OutageWaits, outageGiveUp } from "./outage-w
 import type { OutboxWorker } from "./outbox-worker.js";
 import { outcomeOfTurn, settleOutcome } from "./outcomes.js";
 import { ProgressNote } from "./progress-note.js";
+import { chatTurnJournalId, interruptedNotice } from "./recovery.js";
 import { replyTargetOf } from "./session-key.js";
 import type { SessionQueues } from "./session-queue.js";
 import type { BudgetScope } from "./spend.js";
@@ -283,6 +286,40 @@ export class ChatTurns {
       turnId: `inbox:${items[0]!.id}`,
     };
     store.history.ensureSession(sessionKey, agent.name, clock.now());
+    // The step journal (DESIGN.md → Durable turns): a cut-off run of this turn left its steps; this run resumes
+    // after them — unless the agent or model that took them is no longer this turn's.
+    // A resumed turn can hold more than one cut-off run (a restart took a new message and was killed before its
+    // recovery queued the older ones): every journal of its messages is replayed, in order, and new steps go to
+    // the first one (the messages' journals all go with the reply).
+    const keys = items.map((item) => chatTurnJournalId(item.id));
+    const journals = keys.map((key) => ({ key, steps: store.journal.steps(key) }));
+    const journalId = journals.find((journal) => journal.steps.length > 0)?.key ?? keys[0]!;
+    const earlier = journals.flatMap((journal) => journal.steps);
+    const changed = earlier.find(
+      (step) => step.kind === "llm" && (step.agent !== agent.name || step.model !== (model ?? agent.model)),
+    );
+    if (changed?.kind === "llm") {
+      markStarted();
+      this.finish(
+        inboxIds,
+        sessionKey,
+        target,
+        interruptedNotice(describeDoneSteps(earlier)),
+        [],
+        undefined,
+        {
+          outcome: "interrupted",
+          cause: changed.agent !== agent.name ? "resume.agent_gone" : "resume.model_gone",
+        },
+      );
+      return { kind: "settled", answered: false };
+    }
+    const journal: TurnJournal = {
+      steps: earlier,
+      write: (step) => store.journal.append(journalId, step),
+      atomically: (write) => store.journal.atomically(write),
+      now: () => clock.now(),
+    };
     const adapter = this.options.adapters().get(target.channel);
     const stopTyping = startTyping(adapter, target);
     const progress = new ProgressNote(adapter, target, this.options.progressNoticeSecs ?? 0, () =>
@@ -330,16 +367,16 @@ export class ChatTurns {
         ...(role === "owner" ? { approver: { target, identity: sender } } : {}),
         signal,
         onStart: markStarted,
+        journal,
         onActivity: (activity) => progress.set(activity),
         onTextDelta: preview ? (delta) => preview.push(delta) : undefined,
       });
       progress.stop();
       const draftId = await preview?.finish();
       if (outcome.status === "aborted" && signal.reason === "shutdown") {
-        // Checkpoint: the turn is re-run after the restart instead of being lost — unless it was waiting for a
-        // person: asking again after a restart would surprise them, so it stays cut off and the restart
-        // reports it once ("interrupted").
-        if (!outcome.stoppedWhileWaiting) store.inbox.setStatus(inboxIds, "pending", clock.now());
+        // Checkpoint: the turn resumes from its step journal after the restart instead of being lost; an
+        // approval it was waiting for is asked again under the same id (DESIGN.md → Durable turns).
+        store.inbox.setStatus(inboxIds, "pending", clock.now());
         return { kind: "settled", answered: false };
       }
       // Every model unreachable before anything ran: the turn waits the outage out instead of failing. (A turn
@@ -462,6 +499,8 @@ export class ChatTurns {
         );
       }
       store.inbox.setStatus(inboxIds, "done", clock.now());
+      // The turn is over: its step journal goes with the reply that ends it.
+      for (const id of inboxIds) store.journal.clear(chatTurnJournalId(id));
       settleOutcome(store, this.events, inboxIds, ending.outcome, ending.cause);
     })();
     this.options.outbox.wake();

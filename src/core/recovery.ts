@@ -1,62 +1,113 @@
 import type { Logger } from "pino";
 import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
+import { describeDoneSteps } from "../store/step-journal.js";
 import type { Clock } from "./clock.js";
 import { type EventPublisher, NO_EVENTS } from "./events.js";
 import { INTERRUPTED_REPLY } from "./no-llm.js";
 import { settleOutcome } from "./outcomes.js";
 import { replyTargetOf } from "./session-key.js";
 
+/** The step journal's id of a chat turn: its first message's (stable across restarts). */
+export function chatTurnJournalId(firstInboxId: number): string {
+  return `inbox:${firstInboxId}`;
+}
+
+/** The "interrupted" notice of a turn that could not resume, naming what it had already done. */
+export function interruptedNotice(done: readonly string[]): string {
+  return done.length > 0
+    ? `${INTERRUPTED_REPLY}\nAlready done before it was cut off: ${done.join("; ")}.`
+    : INTERRUPTED_REPLY;
+}
+
 /**
- * After a restart: messages never started are queued again (a session's are collected into one turn); a turn
- * that was running when the process died is reported with one "interrupted" notice per session, however many
- * messages it held (re-running it could repeat side effects).
+ * After a restart (DESIGN.md → Durable turns): messages never started are queued again (a session's are collected
+ * into one turn); a turn that was running when the process died is queued again too, and resumes from its step
+ * journal — unless its journal is older than `agent.resumeWithinSecs` (`resumeWithinMs`): then it is reported
+ * with one "interrupted" notice per session, naming what it had already done.
  */
 export function recoverInbox(deps: {
   store: Store;
   logger: Logger;
   clock: Clock;
   events?: EventPublisher;
+  /** A cut-off turn whose journal (or start, without one) is at most this old resumes. */
+  resumeWithinMs: number;
+  /**
+   * When this process started: a message marked running since then is a live turn of this process (channels
+   * start taking messages before the recovery runs), not one the last process left cut off.
+   */
+  liveSince?: number;
   enqueue(sessionKey: string, inboxId: number): void;
-}): { resumed: number; interrupted: number; notices: number } {
+}): { resumed: number; interrupted: number; notices: number; continued: number } {
   const { store, logger, clock } = deps;
-  let resumed = 0;
-  let interrupted = 0;
+  const unfinished = store.inbox.unfinished();
   const cutOff = new Map<string, InboxItem[]>();
-  for (const item of store.inbox.unfinished()) {
-    if (item.status === "pending") {
-      deps.enqueue(item.sessionKey, item.id);
-      resumed++;
+  const live = new Set<number>();
+  for (const item of unfinished) {
+    if (item.status !== "processing") continue;
+    if (deps.liveSince !== undefined && (item.startedAt ?? 0) >= deps.liveSince) {
+      live.add(item.id);
       continue;
     }
     const items = cutOff.get(item.sessionKey) ?? [];
     items.push(item);
     cutOff.set(item.sessionKey, items);
   }
+  let interrupted = 0;
+  let continued = 0;
+  let notices = 0;
+  const now = clock.now();
+  const ended = new Set<number>();
   for (const items of cutOff.values()) {
+    const first = items[0]!;
+    const journalId = chatTurnJournalId(first.id);
+    const startedAt = store.journal.startedAt(journalId) ?? first.startedAt ?? first.receivedAt;
+    if (now - startedAt <= deps.resumeWithinMs) {
+      // Resumable: queued again like a message never started; its run finds the journal and resumes after it.
+      store.inbox.setStatus(
+        items.map((item) => item.id),
+        "pending",
+        now,
+      );
+      continued += items.length;
+      continue;
+    }
     const last = items[items.length - 1]!;
     const { replyToMessageId, ...target } = replyTargetOf(last.message);
+    const done = describeDoneSteps(store.journal.steps(journalId));
     store.db.transaction(() => {
       store.outbox.enqueue(
         last.message.note ? target : { ...target, replyToMessageId },
-        { text: INTERRUPTED_REPLY, format: "plain" },
-        { origin: "notice", inboxId: last.id, at: clock.now() },
+        { text: interruptedNotice(done), format: "plain" },
+        { origin: "notice", inboxId: last.id, at: now },
       );
       store.inbox.setStatus(
         items.map((item) => item.id),
         "interrupted",
-        clock.now(),
+        now,
       );
+      store.journal.clear(journalId);
       settleOutcome(
         store,
         deps.events ?? NO_EVENTS,
         items.map((item) => item.id),
         "interrupted",
-        "restart",
+        "resume.expired",
       );
     })();
+    for (const item of items) ended.add(item.id);
     interrupted += items.length;
+    notices++;
   }
-  if (resumed || interrupted) logger.info({ resumed, interrupted, notices: cutOff.size }, "inbox-recovered");
-  return { resumed, interrupted, notices: cutOff.size };
+  let resumed = 0;
+  // In id order: a resumed turn's messages come before those that waited behind it, and are collected with them.
+  for (const item of unfinished) {
+    if (ended.has(item.id) || live.has(item.id)) continue;
+    deps.enqueue(item.sessionKey, item.id);
+    if (item.status === "pending") resumed++;
+  }
+  if (resumed || interrupted || continued)
+    logger.info({ resumed, continued, interrupted, notices }, "inbox-recovered");
+  return { resumed, interrupted, notices, continued };
 }

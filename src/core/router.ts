@@ -80,6 +80,8 @@ export interface RouterSettingsValues {
   progressNoticeSecs?: number;
   /** `agent.retryOutageForSecs` (0 or unset: a turn whose models are unreachable fails at once). */
   retryOutageForSecs?: number;
+  /** `agent.resumeWithinSecs`: a cut-off turn this young resumes from its step journal (default 3600). */
+  resumeWithinSecs?: number;
   /** `security.guestToolSet`: the most a guest's turn may use. */
   guestToolSet: string[];
   /** `llm.textToolCalls`. */
@@ -254,11 +256,14 @@ export class Router implements InboundSink {
   }
 
   /** After a restart: unstarted messages are answered, cut-off turns reported once per session. */
-  recover(): { resumed: number; interrupted: number; notices: number } {
+  recover(): { resumed: number; interrupted: number; notices: number; continued: number } {
     const result = recoverInbox({
       store: this.options.store,
       logger: this.options.logger,
       clock: this.options.clock,
+      events: this.events,
+      resumeWithinMs: (this.options.settings.current().resumeWithinSecs ?? 3600) * 1000,
+      liveSince: this.startedAt,
       enqueue: (sessionKey, inboxId) => this.queues.enqueue(sessionKey, inboxId),
     });
     this.options.outbox.wake();

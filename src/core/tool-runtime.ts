@@ -1,4 +1,5 @@
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
+import type { ApprovalDecision } from "./approvals.js";
 import type { SenderIdentity, TurnOrigin } from "./identity.js";
 import type { BudgetScope } from "./spend.js";
 import type { TurnApprovals } from "./turn-approvals.js";
@@ -49,6 +50,21 @@ export interface ToolCallContext {
    * tainted turn sends out passes the output filter (src/security/output-filter.ts). Absent: not tainted.
    */
   isTainted?(): boolean;
+  /**
+   * Hears the call's final text (what the model gets) inside the transaction that records the call's audit and
+   * trace rows: the step journal's `result` (DESIGN.md → Durable turns). Absent outside a journaled turn.
+   */
+  onResult?(output: string): void;
+  /** The call's approvals in the step journal (a journaled turn's): asked again under their ids on resume. */
+  approvalSteps?: ApprovalSteps;
+}
+
+/** A call's approvals as its turn's step journal keeps them (DESIGN.md → Durable turns). */
+export interface ApprovalSteps {
+  /** The call's next approval in a cut-off run of the turn (its id, and its decision once made). */
+  next(): { approvalId: string; decision?: ApprovalDecision } | undefined;
+  asked(approvalId: string): void;
+  decided(approvalId: string, decision: ApprovalDecision): void;
 }
 
 /** A tool call's context as `delegate` and `spawn` hand it to the core: with the calling turn's own tools. */
@@ -67,6 +83,11 @@ export interface ToolRuntime {
   /** Tool names a tool set grants (`default`, `full`, `subagent` or an explicit list). */
   resolveToolSet(toolSet: string | string[]): string[];
   specs(toolNames: string[]): LlmToolSpec[];
+  /**
+   * The call only reads (its tool's `readOnly`): when it was running as the process died, its resumed turn runs
+   * it again. Absent: no call is read-only.
+   */
+  isReadOnly?(call: ToolCall): boolean;
   /** Runs one call; never throws — failures come back as text for the model. */
   execute(call: ToolCall, allowedTools: string[], context: ToolCallContext): Promise<string>;
 }

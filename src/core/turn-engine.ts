@@ -282,6 +282,7 @@ export class TurnEngine {
         },
         onTextDelta: request.onTextDelta,
         ...(request.onActivity ? { onActivity: request.onActivity } : {}),
+        ...(request.journal ? { journal: request.journal } : {}),
       },
     );
     return { ...outcome, toolNames, ...(stoppedWhileWaiting ? { stoppedWhileWaiting } : {}) };

@@ -1,4 +1,5 @@
 import type { ToolSetConfig } from "../config/sections/agents.js";
+import type { TurnJournal } from "./agent-loop.js";
 import type { AgentProfile } from "./agents.js";
 import type { SenderIdentity, TurnOrigin } from "./identity.js";
 import type { ImagePart } from "./media.js";
@@ -65,4 +66,6 @@ export interface TurnRequest {
    * then, so a crash while it waited for a slot leaves them to be answered, not reported interrupted.
    */
   onStart?: () => void;
+  /** The turn's step journal (a chat turn's; DESIGN.md → Durable turns): it writes its steps there, and resumes after those of a cut-off run. */
+  journal?: TurnJournal;
 }

@@ -59,6 +59,7 @@ export function toMagpieTools(listed: McpTool[], options: McpToolsOptions): Tool
         trusted: config.trusted,
         readOnly: tool.annotations?.readOnlyHint === true,
       },
+      readOnly: tool.annotations?.readOnlyHint === true,
       execute: async (input, context) => {
         const result = await connection.callTool(tool.name, input as Record<string, unknown>, context.signal);
         return formatMcpResult(result, {

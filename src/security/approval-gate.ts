@@ -60,21 +60,29 @@ export class ChatApprovalGate implements ApprovalGate {
 
   async request(request: ApprovalRequest): Promise<ApprovalDecision> {
     if (request.signal?.aborted) return "denied";
-    const id = this.newId();
     const now = this.clock.now();
     // Redacted, and with invisible and bidirectional characters shown, so the owner reads what will run.
     const action = revealInvisible(this.options.redactor.redact(request.action));
-    this.repository.insert({
-      id,
-      sessionKey: request.sessionKey,
-      channel: request.target.channel,
-      chatId: request.target.chatId,
-      tool: request.tool,
-      action,
-      reason: request.reason,
-      requestedAt: now,
-      expiresAt: now + request.timeoutMs,
-    });
+    const earlier = request.id ? this.repository.get(request.id) : null;
+    const id = earlier?.id ?? this.newId();
+    if (earlier) {
+      // A resumed turn asks again under the same id: decided once — a person's decision stands.
+      if (!this.repository.reopen(id, now, now + request.timeoutMs))
+        return earlier.status === "approved" ? "approved" : "denied";
+    } else {
+      this.repository.insert({
+        id,
+        sessionKey: request.sessionKey,
+        channel: request.target.channel,
+        chatId: request.target.chatId,
+        tool: request.tool,
+        action,
+        reason: request.reason,
+        requestedAt: now,
+        expiresAt: now + request.timeoutMs,
+      });
+    }
+    request.onAsked?.(id);
     const text = approvalPromptText({
       id,
       reason: request.reason,

@@ -110,6 +110,18 @@ export class ApprovalRepository {
     return result.changes === 1;
   }
 
+  /** Opens a request again for a resumed turn (same id, new deadline); false when a person already decided it. */
+  reopen(id: string, requestedAt: number, expiresAt: number): boolean {
+    return (
+      this.db
+        .prepare(
+          `UPDATE approvals SET status = 'pending', requested_at = ?, expires_at = ?, decided_at = NULL
+           WHERE id = ? AND decided_by IS NULL`,
+        )
+        .run(requestedAt, expiresAt, id).changes === 1
+    );
+  }
+
   /** Requests left pending by a previous process: their turns are gone, so they count as timed out. */
   expireOrphans(at: number): number {
     return this.db

@@ -5,6 +5,7 @@ import { HistoryRepository } from "./history.js";
 import { InboxRepository } from "./inbox.js";
 import { KvRepository } from "./kv.js";
 import { OutboxRepository } from "./outbox.js";
+import { StepJournal } from "./step-journal.js";
 
 /** The SQLite database and its repositories. Features with tables of their own take `db`. */
 export class Store {
@@ -13,6 +14,7 @@ export class Store {
   readonly history: HistoryRepository;
   readonly audit: AuditRepository;
   readonly kv: KvRepository;
+  readonly journal: StepJournal;
 
   constructor(readonly db: Db) {
     this.inbox = new InboxRepository(db);
@@ -20,6 +22,7 @@ export class Store {
     this.history = new HistoryRepository(db);
     this.audit = new AuditRepository(db);
     this.kv = new KvRepository(db);
+    this.journal = new StepJournal(db);
   }
 
   /** Opens `<dataDir>/magpie.db` (or `:memory:`). */

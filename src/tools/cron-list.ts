@@ -7,6 +7,7 @@ export const cronListTool = defineTool({
   description: "List scheduled jobs with their schedule, status and next run time.",
   inputSchema: z.object({}),
   risk: "low",
+  readOnly: true,
   execute(_input, context) {
     const jobs = schedulerOf(context).list();
     return { count: jobs.length, jobs };

@@ -33,6 +33,7 @@ export const cronRunsTool = defineTool({
     limit: z.number().int().min(1).max(100).optional().describe("How many runs (default 10)."),
   }),
   risk: "low",
+  readOnly: true,
   async execute(input, context) {
     const scheduler = schedulerOf(context);
     return schedulerCall(() => {

@@ -22,6 +22,14 @@ export interface Tool<Input = unknown> {
   risk: ToolRisk;
   /** An MCP server's tool: whether the server is `trusted` and the tool read-only (the rule of two reads it). */
   mcp?: { server: string; trusted: boolean; readOnly: boolean };
+  /**
+   * The tool only reads (DESIGN.md → Durable turns): a call of it that was running when the process died is run
+   * again when its turn resumes; any other such call returns `tool.outcome_unknown` to the model instead.
+   * Default false.
+   */
+  readOnly?: boolean;
+  /** Decides per call instead of `readOnly` (http_request: GET is read-only, POST is not). */
+  readOnlyFor?(input: Input): boolean;
   /** Conditional tools (http_request, hardware …) are offered only when this returns true. */
   isEnabled?(config: MagpieConfig): boolean;
   execute(input: Input, context: ToolContext): Promise<ToolOutput> | ToolOutput;
@@ -33,6 +41,8 @@ export function defineTool<Schema extends z.ZodType>(tool: {
   description: string;
   inputSchema: Schema;
   risk: ToolRisk;
+  readOnly?: boolean;
+  readOnlyFor?(input: z.output<Schema>): boolean;
   isEnabled?(config: MagpieConfig): boolean;
   execute(input: z.output<Schema>, context: ToolContext): Promise<ToolOutput> | ToolOutput;
 }): Tool<z.output<Schema>> {

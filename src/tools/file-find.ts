@@ -34,6 +34,7 @@ export const fileFindTool = defineTool({
       .describe(`Maximum results. Default ${DEFAULT_LIMIT}.`),
   }),
   risk: "low",
+  readOnly: true,
   async execute(input, context) {
     const resolved = await guardPath(context, input.path ?? ".", "read");
     if (!resolved.isDirectory)

@@ -57,6 +57,7 @@ export const fileGrepTool = defineTool({
     max_results: z.number().int().min(1).max(2000).optional().describe(`Default ${DEFAULT_MAX_RESULTS}.`),
   }),
   risk: "low",
+  readOnly: true,
   async execute(input, context) {
     const ignoreCase = input.case_sensitive === false;
     const checked = re2Pattern(input.pattern, { ignoreCase });

@@ -28,6 +28,7 @@ export const fileListTool = defineTool({
       .describe(`Stop after this many entries. Default ${DEFAULT_MAX}.`),
   }),
   risk: "low",
+  readOnly: true,
   async execute(input, context) {
     const resolved = await guardPath(context, input.path ?? ".", "read");
     if (!resolved.exists)

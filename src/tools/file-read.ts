@@ -26,6 +26,7 @@ export const fileReadTool = defineTool({
       .describe(`Number of lines to read. Default ${DEFAULT_LIMIT}.`),
   }),
   risk: "low",
+  readOnly: true,
   async execute(input, context) {
     const resolved = await guardPath(context, input.path, "read");
     requireExistingFile(resolved);

@@ -11,6 +11,7 @@ export const hardwareBoardInfoTool = defineTool({
     board: z.string().min(1).optional().describe("A board name from hardware.boards; omit for all."),
   }),
   risk: "low",
+  readOnly: true,
   isEnabled: (config) => config.hardware.boards.length > 0,
   execute(input, context) {
     const hardware = hardwareOf(context);

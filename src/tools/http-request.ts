@@ -22,6 +22,8 @@ export const httpRequestTool = defineTool({
     body: z.string().optional().describe("Request body (send JSON as a string)."),
   }),
   risk: "high",
+  // GET, HEAD and OPTIONS only read (RFC 9110 safe methods); the rest may change something.
+  readOnlyFor: (input) => ["GET", "HEAD", "OPTIONS"].includes(input.method ?? "GET"),
   isEnabled: (config) => config.tools.http.enabled,
   async execute(input, context) {
     const settings = context.config.tools.http;

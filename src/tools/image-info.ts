@@ -20,6 +20,7 @@ export const imageInfoTool = defineTool({
       .describe("Also return the file as base64 (only for files up to 5 MB)."),
   }),
   risk: "low",
+  readOnly: true,
   async execute(input, context) {
     const resolved = await guardPath(context, input.path, "read");
     requireExistingFile(resolved);

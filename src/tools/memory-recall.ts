@@ -11,6 +11,7 @@ export const memoryRecallTool = defineTool({
     limit: z.number().int().min(1).max(50).default(5).describe("Maximum number of memories (default 5)."),
   }),
   risk: "low",
+  readOnly: true,
   async execute({ query, limit }, context) {
     const result = await ownersMemoryOf(context, "memory_recall").recall({
       agent: context.agent,

@@ -4,6 +4,7 @@ import type { ApprovalDecision, ApprovalGate, QuestionAnswer } from "../core/app
 import { type EventPublisher, NO_EVENTS } from "../core/events.js";
 import type { ToolCallContext, ToolRuntime } from "../core/tool-runtime.js";
 import { errorMessage } from "../lib/errors.js";
+import { safeParseJson } from "../lib/parse-json.js";
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
 import { ProvenanceStore } from "../security/provenance-store.js";
@@ -173,24 +174,37 @@ export class ToolRegistry implements ToolRuntime {
     text = redactor.redact(text);
     audit.durationMs = performance.now() - started;
     audit.resultExcerpt = text.slice(0, EXCERPT_CHARS);
-    try {
-      this.options.services.store.audit.record(audit);
-    } catch (error) {
-      this.options.logger.error({ err: error, tool: name }, "audit-write-failed");
-    }
-    (this.options.events ?? NO_EVENTS).toolCall({
-      ...(callContext.budget ? { turnId: callContext.budget.turnId } : {}),
-      sessionKey: callContext.sessionKey,
-      tool: name,
-      verdict: audit.verdict,
-      ok: audit.outcome === "ok",
-      ...(audit.errorCode ? { errorCode: audit.errorCode } : {}),
-      ...(callContext.turnApprovals?.provenance.tainted
-        ? { untrusted: callContext.turnApprovals.provenance.describe() }
-        : {}),
-      durationMs: Math.round(audit.durationMs),
-    });
-    return this.options.spill ? this.options.spill.maybeSpill(text, name) : text;
+    const output = this.options.spill ? this.options.spill.maybeSpill(text, name) : text;
+    // The call's audit row, its trace row (the event's subscriber writes it) and its journal step: one transaction.
+    this.options.services.store.db.transaction(() => {
+      try {
+        this.options.services.store.audit.record(audit);
+      } catch (error) {
+        this.options.logger.error({ err: error, tool: name }, "audit-write-failed");
+      }
+      (this.options.events ?? NO_EVENTS).toolCall({
+        ...(callContext.budget ? { turnId: callContext.budget.turnId } : {}),
+        sessionKey: callContext.sessionKey,
+        tool: name,
+        verdict: audit.verdict,
+        ok: audit.outcome === "ok",
+        ...(audit.errorCode ? { errorCode: audit.errorCode } : {}),
+        ...(callContext.turnApprovals?.provenance.tainted
+          ? { untrusted: callContext.turnApprovals.provenance.describe() }
+          : {}),
+        durationMs: Math.round(audit.durationMs),
+      });
+      callContext.onResult?.(output);
+    })();
+    return output;
+  }
+
+  /** The call only reads: its tool is `readOnly` (or says so for these arguments). Unknown or broken: false. */
+  isReadOnly(call: ToolCall): boolean {
+    const tool = this.tools.get(call.function.name);
+    if (!tool?.readOnlyFor) return tool?.readOnly === true;
+    const parsed = safeParseJson(call.function.arguments || "{}", tool.inputSchema);
+    return parsed.success && tool.readOnlyFor(parsed.data);
   }
 
   private async run(
@@ -469,6 +483,11 @@ export class ToolRegistry implements ToolRuntime {
         `'${tool.name}' needs an owner's approval (${reason}, security.approvals.require) and there is no one to ask in this ${callContext.origin === "user" ? "guest's turn" : `${callContext.origin} turn`}; nothing was done.`,
       );
     }
+    // A resumed turn (DESIGN.md → Durable turns): a decision made before the cut-off stands; a pending request
+    // is asked again under its id.
+    const steps = callContext.approvalSteps;
+    const earlier = steps?.next();
+    let askedId = earlier?.approvalId;
     const ask = () =>
       this.options.approvals.request({
         sessionKey: callContext.sessionKey,
@@ -479,9 +498,22 @@ export class ToolRegistry implements ToolRuntime {
         reason,
         timeoutMs: timeoutSecs * 1000,
         signal: callContext.signal,
+        ...(earlier ? { id: earlier.approvalId } : {}),
+        ...(steps && !earlier
+          ? {
+              onAsked: (id: string) => {
+                askedId = id;
+                steps.asked(id);
+              },
+            }
+          : {}),
       });
     // A turn waiting for a person holds no maxConcurrentTurns slot.
-    const decision = callContext.whileWaiting ? await callContext.whileWaiting(ask) : await ask();
+    const decision =
+      earlier?.decision ?? (callContext.whileWaiting ? await callContext.whileWaiting(ask) : await ask());
+    // A request cut off by a shutdown keeps no decision: the resumed turn asks again.
+    if (steps && askedId && !earlier?.decision && !callContext.signal.aborted)
+      steps.decided(askedId, decision);
     audit.verdict =
       decision === "approved" ? "approved" : decision === "timeout" ? "timeout" : "denied-by-user";
     if (decision !== "approved") {

@@ -11,6 +11,7 @@ export const spillReadTool = defineTool({
     limit: z.number().int().min(1).max(20_000).default(8_000).describe("Number of characters to read."),
   }),
   risk: "low",
+  readOnly: true,
   execute({ handle, offset, limit }, context) {
     const spill = context.services.spill;
     const slice = spill?.read(handle, offset, limit);

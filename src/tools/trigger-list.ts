@@ -8,6 +8,7 @@ export const triggerListTool = defineTool({
     "List event triggers (from the config and made in chat) with their source, predicate, action, target and counts since start: fired, filtered out, errors, dropped.",
   inputSchema: z.object({}),
   risk: "low",
+  readOnly: true,
   execute(_input, context) {
     return { triggers: triggersOf(context).list() };
   },

@@ -21,6 +21,7 @@ export const webFetchTool = defineTool({
       .describe("Maximum characters returned. Default 50,000 (tools.web.maxChars)."),
   }),
   risk: "low",
+  readOnly: true,
   async execute(input, context) {
     const settings = context.config.tools.web;
     refuseOutboundLeak(context, [{ kind: "url", value: input.url }]);

@@ -15,6 +15,7 @@ export const webSearchTool = defineTool({
     count: z.number().int().min(1).max(20).optional().describe("Number of results (default 5)."),
   }),
   risk: "low",
+  readOnly: true,
   async execute(input, context) {
     refuseOutboundLeak(context, [{ kind: "query", value: input.query }]);
     // The client (and cheerio behind it) loads on the first search, not at start-up.

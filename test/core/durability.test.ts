@@ -84,7 +84,7 @@ describe("durability", () => {
     expect(app.store.outbox.get(id)!.platformMessageIds).toEqual(["p0", "p1", "p2"]);
   });
 
-  it("after a crash: resumes messages never started, reports interrupted turns, sends pending replies — once each", async () => {
+  it("after a crash: answers messages never started, resumes a cut-off turn, reports one too old to resume, sends pending replies — once each", async () => {
     const llm = await startOpenAiFake();
     harness = await startTestApp({ llm });
     const dataDir = harness.dataDir;
@@ -113,22 +113,31 @@ describe("durability", () => {
       "test:chat-2",
       "processing",
     );
+    // Cut off two hours ago: older than agent.resumeWithinSecs (3600), so it cannot resume.
+    const old = Date.now() - 2 * 3_600_000;
+    const stale = store.inbox.insert(
+      { ...base, chatId: "chat-4", messageId: "long-ago", text: "old job", receivedAt: old },
+      "test:chat-4",
+      "pending",
+    )!;
+    store.inbox.setStatus([stale], "processing", old);
     store.outbox.enqueue({ channel: "test", chatId: "chat-3" }, { text: "queued before the crash" });
     store.close();
 
-    llm.script(reply.text("answer after restart"));
+    llm.script(reply.text("answer after restart"), reply.text("answer after restart"));
     harness = await startTestApp({ llm, dataDir });
     const channel = harness.channel!;
-    await channel.waitForSent(3);
+    await channel.waitForSent(4);
     await harness.app.router.queues.idle();
     await new Promise((resolve) => setTimeout(resolve, 100));
     const byChat = Object.fromEntries(channel.sent.map((entry) => [entry.target.chatId, entry.message.text]));
     expect(byChat).toEqual({
       "chat-1": "answer after restart",
-      "chat-2": INTERRUPTED_REPLY,
+      "chat-2": "answer after restart",
       "chat-3": "queued before the crash",
+      "chat-4": INTERRUPTED_REPLY,
     });
-    expect(channel.sent).toHaveLength(3);
+    expect(channel.sent).toHaveLength(4);
     expect(INTERRUPTED_REPLY).toContain("interrupted");
     llm.assertDone();
 
@@ -137,11 +146,11 @@ describe("durability", () => {
     harness = await startTestApp({ llm, dataDir });
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(harness.channel!.sent).toHaveLength(0);
-    expect(harness.app.store.inbox.countByStatus()).toEqual({ done: 1, interrupted: 1 });
+    expect(harness.app.store.inbox.countByStatus()).toEqual({ done: 2, interrupted: 1 });
     await llm.close();
   });
 
-  it("after a crash with hundreds of queued messages in one chat: one notice, every unstarted message answered once", async () => {
+  it("after a crash with hundreds of queued messages in one chat: the cut-off turn resumes with those behind it, one answer", async () => {
     const llm = await startOpenAiFake();
     harness = await startTestApp({ llm });
     const dataDir = harness.dataDir;
@@ -174,22 +183,22 @@ describe("durability", () => {
       );
     store.close();
 
-    llm.script(reply.text("all 120 answered"));
+    llm.script(reply.text("all 419 answered"));
     harness = await startTestApp({ llm, dataDir });
     const channel = harness.channel!;
-    await channel.waitForSent(2);
+    await channel.waitForSent(1);
     await harness.app.router.queues.idle();
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(channel.texts().filter((text) => text.includes("interrupted"))).toHaveLength(1);
-    expect(channel.texts()).toEqual(expect.arrayContaining([INTERRUPTED_REPLY, "all 120 answered"]));
-    expect(channel.sent).toHaveLength(2);
-    // The 120 waiting messages went to the model together, in one turn.
+    expect(channel.texts()).toEqual(["all 419 answered"]);
+    // The cut-off turn (it had journaled nothing: no tool call had started) and the 120 waiting messages went to
+    // the model together, in one turn.
     expect(llm.requests).toHaveLength(1);
     const prompt = JSON.stringify(llm.requests[0]!.messages);
+    expect(prompt).toContain("r0");
     expect(prompt).toContain("w0");
     expect(prompt).toContain("w119");
     llm.assertDone();
-    expect(harness.app.store.inbox.countByStatus()).toEqual({ done: 120, interrupted: 299 });
+    expect(harness.app.store.inbox.countByStatus()).toEqual({ done: 419 });
     await llm.close();
   });
 

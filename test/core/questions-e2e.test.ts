@@ -146,7 +146,7 @@ describe("ask_question in chat", () => {
     expect(answer).toEqual({ answer: null, reason: "timeout" });
   });
 
-  it("a restart with a pending question sends one 'interrupted' notice and does not ask again", async () => {
+  it("a restart with a pending question resumes the turn: the model hears the question's outcome is unknown, one answer, no 'interrupted'", async () => {
     const telegram = await new FakeTelegram().start();
     cleanup.push(() => telegram.close());
     const llm = await startOpenAiFake();
@@ -160,13 +160,20 @@ describe("ask_question in chat", () => {
     await first.stop({ keepData: true, keepLlm: true });
     const before = textsTo(telegram, OWNER.id).length;
 
+    llm.script(
+      reply.text("I was restarted while waiting for your answer; tell me again which target.", (body) => {
+        const tool = body.messages.find((message) => message.role === "tool");
+        expect(String(tool?.content)).toContain("tool.outcome_unknown");
+      }),
+    );
     const second = await start(telegram, llm, dataDir);
     cleanup.push(() => second.stop({ keepLlm: true }));
-    await waitFor(() => textsTo(telegram, OWNER.id).length > before, "the notice");
+    await waitFor(() => textsTo(telegram, OWNER.id).length > before, "the answer");
     await new Promise((resolve) => setTimeout(resolve, 300));
     const after = textsTo(telegram, OWNER.id).slice(before);
     expect(after).toHaveLength(1);
-    expect(String(after[0]!.text)).toContain("interrupted");
+    expect(String(after[0]!.text)).toContain("tell me again");
+    expect(String(after[0]!.text)).not.toContain("interrupted");
     llm.assertDone();
   });
 });

@@ -68,6 +68,11 @@ export const agentLimitsSchema = z
      * for them — one notice, retried with back-off — before it fails; 0 fails it at once.
      */
     retryOutageForSecs: z.number().min(0).default(1800),
+    /**
+     * A turn cut off by a crash or restart resumes from its step journal when its first step is at most this many
+     * seconds old (DESIGN.md → Durable turns); an older one is reported "interrupted", naming what it had done.
+     */
+    resumeWithinSecs: z.number().min(0).default(3600),
     /** Nested `delegate` calls that may run (a turn nobody delegated is depth 0); 0 turns delegation off. */
     maxDelegationDepth: z.number().int().min(0).default(3),
     /** Background subagents (`spawn`) running at once; more are refused until one ends. 0 turns spawn off. */
