@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
+import { z } from "zod";
 import { parseFallbackEntry } from "../config/sections/delivery.js";
 import type { Clock } from "../core/clock.js";
 import { type DeliveryEvent, type EventPublisher, magpieEvents } from "../core/events.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { ChannelAdapter } from "../core/types.js";
-import { z } from "zod";
 import { errorMessage } from "../lib/errors.js";
 import { row } from "../lib/row.js";
 import type { Store } from "../store/index.js";
