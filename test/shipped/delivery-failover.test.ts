@@ -99,4 +99,24 @@ describe("shipped build: a cron report to a chat that blocked the bot fails over
       expect.stringContaining("Backup finished: 3 files"),
     ]);
   });
+
+  it("`magpie trace outbox <id>` (the id the failover message names) shows the path that delivered it", async () => {
+    const report = ntfy.messages.find((message) => message.message.includes("Backup finished: 3 files"));
+    const outboxId = /Trace: outbox (\d+)/.exec(report?.message ?? "")?.[1];
+    expect(outboxId).toBeDefined();
+    const text = await bot.cli(["trace", "outbox", outboxId!]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `outbox ${outboxId} \\(cron\\) · failed after 1 attempt\\(s\\).*blocked by the user · delivered via ntfy \\(failover\\)`,
+      ),
+    );
+    const json = await bot.cli(["trace", "outbox", outboxId!, "--json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      outboxId: Number(outboxId),
+      origin: "cron",
+      status: "failed",
+      failover: { path: "ntfy", tried: ["ntfy"] },
+    });
+  });
 });
