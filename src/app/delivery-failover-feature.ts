@@ -18,6 +18,8 @@ export const deliveryFailoverFeature: MagpieFeature = defineFeature({
       adapters: () => app.channels,
       authority: () => app.ports.authority(),
     });
+    // The scheduler asks it before alerting about a failed report (one message to the owner, not two).
+    app.services.deliveryFailover = (outboxId) => failover.deliveredVia(outboxId);
     const onError = (error: unknown) => logger.error({ err: error }, "delivery-failover-failed");
     const unsubscribe = magpieEvents.delivery.subscribe(
       app.events.app,

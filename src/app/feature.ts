@@ -66,7 +66,11 @@ export interface FeatureDeps {
   /** The tool registry (MCP adds and removes its servers' tools as they come and go). */
   tools: ToolRegistry;
   /** Services handed to tools (`context.services`); features add theirs by name. The notifier is the app's own. */
-  services: ToolServices & { notifier: Notifier };
+  services: ToolServices & {
+    notifier: Notifier;
+    /** Delivery failover (its feature): the path that delivered a failed outbox item, if one did. */
+    deliveryFailover?: (outboxId: number) => Promise<string | null | undefined>;
+  };
   messenger: AppMessenger;
   agent: AgentAccess;
   /** Channel adapters by name, filled before features start. */

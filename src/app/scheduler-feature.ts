@@ -31,6 +31,7 @@ export const schedulerFeature: MagpieFeature = {
       maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength,
       authority,
       events: app.events,
+      failover: () => app.services.deliveryFailover,
     });
     const messaging: MessagingService = {
       messenger: app.messenger,

@@ -1,10 +1,12 @@
 import type { Logger } from "pino";
+import { z } from "zod";
 import { parseFallbackEntry } from "../config/sections/delivery.js";
 import type { Clock } from "../core/clock.js";
 import { type DeliveryEvent, type EventPublisher, magpieEvents } from "../core/events.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { ChannelAdapter } from "../core/types.js";
 import { errorMessage } from "../lib/errors.js";
+import { row } from "../lib/row.js";
 import type { Store } from "../store/index.js";
 import type { OutboxItem } from "../store/outbox.js";
 import { TraceRepository } from "../store/trace.js";
@@ -23,6 +25,8 @@ export interface DeliveryFailoverDeps {
   authority: () => AuthorityPort;
 }
 
+const failoverPath = row(z.object({ path: z.string().nullable() }), "failover path");
+
 /** Outbox origins that are never redirected: a pairing code or an approval prompt belongs to its chat alone. */
 const NEVER_REDIRECTED = new Set(["pairing", "approval"]);
 
@@ -35,8 +39,8 @@ const NEVER_REDIRECTED = new Set(["pairing", "approval"]);
  * chat stays where it was (readable in `magpie trace`).
  */
 export class DeliveryFailover {
-  /** Outbox items being failed over now (a retry event and a failed event for the same item do it once). */
-  private readonly inFlight = new Set<number>();
+  /** Outbox items being failed over now (a retry event, a failed event and `deliveredVia` share one run). */
+  private readonly running = new Map<number, Promise<void>>();
   private readonly trace: TraceRepository;
 
   constructor(private readonly deps: DeliveryFailoverDeps) {
@@ -48,6 +52,29 @@ export class DeliveryFailover {
     if (event.status === "failed") return this.failOver(event.outboxId);
     if (event.status === "retry") return this.giveUpIfTooOld(event.outboxId);
     return undefined;
+  }
+
+  /**
+   * The fallback path that delivered this failed item (`null`: every path failed; `undefined`: no failover for it —
+   * no fallback list, a guest's chat, not failed). Waits for a failover under way, or runs it: the scheduler asks
+   * before alerting, so a report that reached the owner through the fallback is not announced twice.
+   */
+  async deliveredVia(outboxId: number): Promise<string | null | undefined> {
+    const item = this.deps.store.outbox.get(outboxId);
+    if (
+      !item ||
+      item.status !== "failed" ||
+      this.deps.settings().fallback.length === 0 ||
+      !this.mayRedirect(item)
+    )
+      return undefined;
+    await this.failOver(outboxId);
+    const found = this.deps.store.db
+      .prepare(
+        "SELECT json_extract(data, '$.path') AS path FROM trace_events WHERE kind = 'failover' AND outbox_id = ? ORDER BY id DESC LIMIT 1",
+      )
+      .get(outboxId);
+    return failoverPath.one(found)?.path;
   }
 
   /** May this item go through another path? Never for a guest's chat. */
@@ -81,17 +108,23 @@ export class DeliveryFailover {
     await this.failOver(item.id);
   }
 
-  private async failOver(outboxId: number): Promise<void> {
+  private failOver(outboxId: number): Promise<void> {
+    const running = this.running.get(outboxId);
+    if (running) return running;
+    const run = this.runFailOver(outboxId).finally(() => this.running.delete(outboxId));
+    this.running.set(outboxId, run);
+    return run;
+  }
+
+  private async runFailOver(outboxId: number): Promise<void> {
     const { store, logger, clock, settings } = this.deps;
-    if (this.inFlight.has(outboxId)) return;
     const item = store.outbox.get(outboxId);
     const fallback = settings().fallback;
     if (!item || item.status !== "failed" || fallback.length === 0 || !this.mayRedirect(item)) return;
     // Once per item, across restarts: the kv claim is written before anything is sent (at most once).
     if (store.kv.has(`failover:${item.id}`)) return;
     store.kv.set(`failover:${item.id}`, { at: clock.now() });
-    this.inFlight.add(item.id);
-    try {
+    {
       const traceId = item.inboxId !== null ? `magpie trace ${item.inboxId}` : `outbox ${item.id}`;
       const from = `${item.target.channel}:${item.target.chatId}`;
       const text = `${item.message.text}\n\n— Magpie could not deliver this to ${from} (${(item.lastError ?? "refused").slice(0, 200)}). Trace: ${traceId}`;
@@ -119,8 +152,6 @@ export class DeliveryFailover {
       });
       if (delivered) logger.warn({ outboxId: item.id, from, path: delivered }, "delivery-failed-over");
       else logger.error({ outboxId: item.id, from, tried }, "delivery-failover-exhausted");
-    } finally {
-      this.inFlight.delete(item.id);
     }
   }
 

@@ -28,6 +28,8 @@ export function createScheduler(options: {
   authority: () => AuthorityPort;
   /** Where each due slot's outcome is published. */
   events?: EventPublisher;
+  /** The delivery-failover lookup (read at settle time): a report it delivered gets no separate alert. */
+  failover?: () => ((outboxId: number) => Promise<string | null | undefined>) | undefined;
 }): Scheduler {
   const jobs = new JobStore(options.db);
   const delivery = new RunDelivery({
@@ -38,6 +40,7 @@ export function createScheduler(options: {
     logger: options.logger,
     maxMessageLength: (channel) => options.maxMessageLength?.(channel) ?? DEFAULT_MESSAGE_LENGTH,
     authority: options.authority,
+    ...(options.failover ? { failover: options.failover } : {}),
   });
   return new Scheduler({
     jobs,

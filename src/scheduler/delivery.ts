@@ -19,6 +19,11 @@ export interface DeliveryDeps {
   maxMessageLength(channel: string): number;
   /** Who may be posted to: every chat report is checked again when it goes out. */
   authority: () => AuthorityPort;
+  /**
+   * The delivery-failover path that delivered a failed report (`null`: every path failed; `undefined`: no
+   * failover for it). When one delivered it, the owner already has the report: no separate alert goes out.
+   */
+  failover?: () => ((outboxId: number) => Promise<string | null | undefined>) | undefined;
 }
 
 /** The phone providers a job can deliver to, each a `deliver` flag and a `DeliveryResult` field. */
@@ -149,7 +154,9 @@ export class RunDelivery {
       return;
     }
     delivery.chat = { ...chat, status: "failed", error: item.lastError ?? "unknown error" };
-    delivery.alert = await this.alert(run, item.target, item.lastError ?? "unknown error");
+    const failedOverVia = await this.deps.failover?.()?.(item.id);
+    if (failedOverVia) delivery.failedOver = failedOverVia;
+    else delivery.alert = await this.alert(run, item.target, item.lastError ?? "unknown error");
     this.deps.jobs.setDelivery(runId, delivery, "failed");
   }
 

@@ -34,6 +34,7 @@ const deliveryResultSchema: z.ZodType<DeliveryResult> = z.object({
   pushover: channelResult.optional(),
   ntfy: channelResult.optional(),
   alert: channelResult.optional(),
+  failedOver: z.string().optional(),
   skipped: z.string().optional(),
   refused: z.string().optional(),
 });

@@ -79,6 +79,8 @@ export interface DeliveryResult {
   pushover?: { status: "sent" | "failed" | "not_configured"; error?: string };
   ntfy?: { status: "sent" | "failed" | "not_configured"; error?: string };
   alert?: { status: "sent" | "failed" | "not_configured"; error?: string };
+  /** The `delivery.fallback` path that delivered the report instead (then no separate alert goes out). */
+  failedOver?: string;
   skipped?: string;
   /** The chat target was refused at delivery time (no longer a chat Magpie may post to); nothing was sent. */
   refused?: string;

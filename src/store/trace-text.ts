@@ -1,5 +1,5 @@
 import type { InboxItem } from "./inbox.js";
-import type { MessageTrace, RefusedMessage } from "./trace.js";
+import type { MessageTrace, RefusedMessage, TracedDelivery } from "./trace.js";
 
 /** Formats an instant for a trace line. */
 export type TimeFormat = (at: number) => string;
@@ -71,22 +71,7 @@ export function traceText(trace: MessageTrace, time: TimeFormat): string {
       }
     }
   }
-  for (const delivery of trace.deliveries) {
-    const ids =
-      delivery.platformMessageIds.length > 0
-        ? ` · platform ids ${delivery.platformMessageIds.join(", ")}`
-        : "";
-    const why = delivery.status !== "sent" && delivery.lastError ? ` · ${delivery.lastError}` : "";
-    const via = delivery.failover
-      ? delivery.failover.path
-        ? ` · delivered via ${delivery.failover.path} (failover)`
-        : ` · failover found no path (tried ${delivery.failover.tried.join(", ") || "none"})`
-      : "";
-    lines.push(
-      `${time(delivery.sentAt ?? delivery.createdAt)}  outbox ${delivery.outboxId} (${delivery.origin}) · ${delivery.status} after ${delivery.attempts} attempt(s) · ${delivery.parts} part(s)${ids}${why}${via}`,
-    );
-    lines.push(`${" ".repeat(23)}    "${excerpt(delivery.text, 100)}"`);
-  }
+  for (const delivery of trace.deliveries) lines.push(...deliveryLines(delivery, time));
   if (trace.deliveries.length === 0) lines.push(`${" ".repeat(23)}  outbox: nothing queued for it`);
   const finished = trace.finishedAt !== null ? time(trace.finishedAt) : " ".repeat(23);
   lines.push(
@@ -114,4 +99,22 @@ export function chatText(messages: InboxItem[], refused: RefusedMessage[], time:
   ].sort((a, b) => b.at - a.at);
   if (rows.length === 0) return "No messages from that chat.\n";
   return `${rows.map((row) => row.line).join("\n")}\n`;
+}
+
+/** An outbox item's lines: status, attempts, platform ids or why not, the failover path, the text's start. */
+export function deliveryLines(delivery: TracedDelivery, time: TimeFormat): string[] {
+  const lines: string[] = [];
+  const ids =
+    delivery.platformMessageIds.length > 0 ? ` · platform ids ${delivery.platformMessageIds.join(", ")}` : "";
+  const why = delivery.status !== "sent" && delivery.lastError ? ` · ${delivery.lastError}` : "";
+  const via = delivery.failover
+    ? delivery.failover.path
+      ? ` · delivered via ${delivery.failover.path} (failover)`
+      : ` · failover found no path (tried ${delivery.failover.tried.join(", ") || "none"})`
+    : "";
+  lines.push(
+    `${time(delivery.sentAt ?? delivery.createdAt)}  outbox ${delivery.outboxId} (${delivery.origin}) · ${delivery.status} after ${delivery.attempts} attempt(s) · ${delivery.parts} part(s)${ids}${why}${via}`,
+  );
+  lines.push(`${" ".repeat(23)}    "${excerpt(delivery.text, 100)}"`);
+  return lines;
 }

@@ -240,9 +240,19 @@ export class TraceRepository {
   /** The outbox items that answer an inbox message, in order. */
   outboxOf(inboxId: number): TracedDelivery[] {
     this.flush();
-    const rows = deliveryRows.all(
-      this.db.prepare("SELECT * FROM outbox WHERE inbox_id = ? ORDER BY id").all(inboxId),
+    return this.tracedDeliveries(
+      deliveryRows.all(this.db.prepare("SELECT * FROM outbox WHERE inbox_id = ? ORDER BY id").all(inboxId)),
     );
+  }
+
+  /** One outbox item by id — a job report, trigger delivery or alert has no inbound message — with its failover. */
+  outboxItem(outboxId: number): TracedDelivery | undefined {
+    this.flush();
+    const found = deliveryRows.one(this.db.prepare("SELECT * FROM outbox WHERE id = ?").get(outboxId));
+    return found ? this.tracedDeliveries([found])[0] : undefined;
+  }
+
+  private tracedDeliveries(rows: ReturnType<typeof deliveryRows.all>): TracedDelivery[] {
     const failover = this.db.prepare(
       "SELECT data FROM trace_events WHERE kind = 'failover' AND outbox_id = ? ORDER BY id DESC LIMIT 1",
     );

@@ -103,8 +103,11 @@ describe("delivery failover", () => {
     expect(app.store.inbox.get(inboxId)!.outcome).toBe("undeliverable");
   });
 
-  it("ATTACK: a guest's undeliverable reply is never redirected — not to ntfy, not to another chat", async () => {
-    const { app, channel, llm } = await start({ fallback: ["ntfy", "test:chat-9"] });
+  it("ATTACK: a guest's undeliverable reply is never redirected — not to ntfy, e-mail or another chat", async () => {
+    // Every kind of path is listed; no failover claim or trace row for the guest's item means none was tried.
+    const { app, channel, llm } = await start({
+      fallback: ["ntfy", "email:owner@example.org", "test:chat-9"],
+    });
     llm!.script(reply.text("guest secret answer"), reply.text("owner answer"));
     channel!.failNext(blocked());
     const result = await channel!.receive("hello", {

@@ -1,3 +1,5 @@
+import path from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../fakes/http-util.js";
 import { type NtfyFake, startNtfyFake } from "../fakes/ntfy.js";
@@ -77,5 +79,44 @@ describe("shipped build: a cron report to a chat that blocked the bot fails over
     expect(
       ntfy.messages.filter((message) => message.message.includes("Backup finished: 3 files")),
     ).toHaveLength(1);
+  });
+
+  it("ATTACK: the owner gets one message, the report itself — not also the scheduler's 'not delivered' alert", async () => {
+    // The run settles once its report's fate is recorded: then every phone message it caused has been posted.
+    const db = new Database(path.join(bot.dataDir, "magpie.db"), { readonly: true, fileMustExist: true });
+    try {
+      const settled = () =>
+        db.prepare("SELECT delivery_state, delivery FROM cron_runs WHERE delivery_state != 'pending'").get();
+      const run = await waitFor(settled, "the cron run's delivery settled", 20_000);
+      expect(run).toMatchObject({
+        delivery_state: "failed",
+        delivery: expect.stringContaining('"failedOver":"ntfy"'),
+      });
+    } finally {
+      db.close();
+    }
+    expect(ntfy.messages.map((message) => message.message)).toEqual([
+      expect.stringContaining("Backup finished: 3 files"),
+    ]);
+  });
+
+  it("`magpie trace outbox <id>` (the id the failover message names) shows the path that delivered it", async () => {
+    const report = ntfy.messages.find((message) => message.message.includes("Backup finished: 3 files"));
+    const outboxId = /Trace: outbox (\d+)/.exec(report?.message ?? "")?.[1];
+    expect(outboxId).toBeDefined();
+    const text = await bot.cli(["trace", "outbox", outboxId!]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `outbox ${outboxId} \\(cron\\) · failed after 1 attempt\\(s\\).*blocked by the user · delivered via ntfy \\(failover\\)`,
+      ),
+    );
+    const json = await bot.cli(["trace", "outbox", outboxId!, "--json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      outboxId: Number(outboxId),
+      origin: "cron",
+      status: "failed",
+      failover: { path: "ntfy", tried: ["ntfy"] },
+    });
   });
 });

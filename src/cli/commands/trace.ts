@@ -1,14 +1,16 @@
 import type { InboxItem } from "../../store/inbox.js";
 import type { Store } from "../../store/index.js";
 import { refusedTraceOf, TraceRepository, traceOf } from "../../store/trace.js";
-import { chatText, refusedText, timeFormat, traceText } from "../../store/trace-text.js";
+import { chatText, deliveryLines, refusedText, timeFormat, traceText } from "../../store/trace-text.js";
 import type { CliCommand } from "../cli-env.js";
 import { parseCli } from "../parse-cli.js";
 import { jsonText } from "../terminal-output.js";
 
 const USAGE = `Usage: magpie trace <message> [--json]
        magpie trace --chat <channel>:<chatId> [--limit <n>] [--json]
+       magpie trace outbox <id> [--json]
   <message>        an inbox id, <channel>:<chatId>:<messageId>, or last
+  outbox <id>      one outbox item (a job report, trigger delivery or alert): its fate and failover path
   --chat           the chat's recent messages (refused ones too), newest first
   --limit <n>      how many with --chat (default 20)
   --json           the trace as JSON`;
@@ -30,6 +32,8 @@ export const run: CliCommand = async (argv, env) => {
   const limit = values.limit === undefined ? 20 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1)
     return usage(env, `--limit: "${values.limit}" is not a positive number.`);
+  const outboxId = positionals[0] === "outbox" && positionals.length === 2 ? Number(positionals[1]) : null;
+  if (outboxId !== null) return traceOutbox(env, outboxId, values.json === true);
   if (values.chat === undefined && positionals.length !== 1)
     return usage(env, positionals.length === 0 ? "Which message? Give one." : "Give one message.");
   if (values.chat !== undefined && positionals.length > 0)
@@ -80,6 +84,25 @@ export const run: CliCommand = async (argv, env) => {
     store.close();
   }
 };
+
+/** `magpie trace outbox <id>`: the id a failover message names ("Trace: outbox <id>"). */
+function traceOutbox(env: Parameters<CliCommand>[1], outboxId: number, json: boolean): number {
+  if (!Number.isInteger(outboxId) || outboxId < 1) return usage(env, "outbox: give the item's number.");
+  const config = env.loadConfig();
+  const store = env.openStore(config);
+  try {
+    const delivery = new TraceRepository(store.db).outboxItem(outboxId);
+    if (!delivery) {
+      env.stderr.write(`No outbox item ${outboxId} in ${config.dataDir} (pruned or a typo).\n`);
+      return 1;
+    }
+    if (json) env.stdout.write(`${jsonText(delivery, 2)}\n`);
+    else env.stdout.write(`${deliveryLines(delivery, timeFormat(config.timezone)).join("\n")}\n`);
+    return 0;
+  } finally {
+    store.close();
+  }
+}
 
 function usage(env: Parameters<CliCommand>[1], problem: string): number {
   env.stderr.write(`${problem}\n${USAGE}\n`);
