@@ -244,7 +244,7 @@ export class ToolRegistry implements ToolRuntime {
     const context: ToolContext = {
       ...callContext,
       // What leaves a tainted turn passes the output filter (src/tools/outbound-check.ts): read at each send.
-      isTainted: () => rules?.tainted === true,
+      isTainted: () => rules?.tainted === true || callContext.isTainted?.() === true,
       config: this.options.config,
       logger: this.options.logger,
       services: this.options.services,
