@@ -74,6 +74,8 @@ export interface SessionNote {
   isDirect?: boolean;
   /** The budgets of the turn that caused the note: the follow-up turn counts against them, not fresh ones. */
   budget?: BudgetScope;
+  /** A spawn's result: whether the work read untrusted content (absent: unknown, counted as untrusted). */
+  untrusted?: boolean;
 }
 
 /**
@@ -123,6 +125,7 @@ export class ChatTurns {
         origin: note.origin,
         ...(note.label ? { label: note.label } : {}),
         ...(note.budget ? { budget: note.budget } : {}),
+        ...(note.untrusted !== undefined ? { untrusted: note.untrusted } : {}),
       },
     };
     const sessionKey = sessionKeyOfTarget(note.target);

@@ -119,7 +119,7 @@ export interface SeedMessage {
   replyTo?:
     | { userId?: string | undefined; text?: string | undefined; fromBot?: boolean | undefined }
     | undefined;
-  note?: { origin: string; label?: string | undefined } | undefined;
+  note?: { origin: string; label?: string | undefined; untrusted?: boolean | undefined } | undefined;
 }
 
 /**
@@ -144,7 +144,7 @@ export function chatSeed(
     const who = message.userName || message.userId;
     if (message.note) {
       // A subagent's result carries what the subagent read; an event's note is Magpie's own.
-      if (message.note.origin === "spawn")
+      if (message.note.origin === "spawn" && message.note.untrusted !== false)
         sources.push({
           kind: "history",
           label: `result of background task ${message.note.label ?? ""}`.trim(),

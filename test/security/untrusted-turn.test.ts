@@ -232,6 +232,23 @@ describe("what a chat turn starts with", () => {
       "mail from x@y.example",
     ]);
   });
+  it("a background task's result is untrusted when the task's turn read untrusted content, or when unknown", () => {
+    const noteOf = (untrusted?: boolean) => ({
+      channel: "telegram",
+      userId: "1",
+      userName: "Rita",
+      text: "Background task finished",
+      attachments: [],
+      note: { origin: "spawn", label: "crawl", ...(untrusted !== undefined ? { untrusted } : {}) },
+    });
+    const kinds = (untrusted?: boolean) =>
+      chatSeed([noteOf(untrusted)], owner, []).sources?.map((source) => source.label) ?? [];
+    expect(kinds(true)).toEqual(["result of background task crawl"]);
+    // A note written before the flag existed (or by a recovered task): counted as untrusted.
+    expect(kinds(undefined)).toEqual(["result of background task crawl"]);
+    // A task whose turn read only the owner's words: its result doesn't taint the chat.
+    expect(kinds(false)).toEqual([]);
+  });
 });
 
 describe("outside text stays linear", () => {
