@@ -41,7 +41,7 @@ function fileOf(testApp: TestApp, extra: Record<string, unknown> = {}): string {
         timeoutMs: 5_000,
       },
       ...extra,
-      agent: { streaming: false, ...(extra.agent as object | undefined) },
+      agent: { streaming: false, retryOutageForSecs: 0, ...(extra.agent as object | undefined) },
     },
     null,
     2,

@@ -136,9 +136,7 @@ async function eventTurnsCall(
     {
       name: `${tag}-trigger`,
       on: { webhook: { secret: SECRET } },
-      // The payload makes the turn untrusted; the trigger allows its tools after it, so the device guard is what
-      // is attacked here (the rule of two has its own tests: test/security/untrusted-*.test.ts).
-      do: { prompt: "Handle this event.", toolSet: tools, allowAfterUntrusted: tools },
+      do: { prompt: "Handle this event.", toolSet: tools },
       cooldownSecs: 0,
       maxPerHour: 60,
       enabled: true,
