@@ -85,14 +85,16 @@ export async function run(): Promise<void> {
   try {
     const guard = new SpendGuard({
       db: store.db,
-      budgets: {
-        daily: { tokens: 1e12, usd: 1e9 },
-        perChat: { tokens: 1e12 },
-        perJobRun: { tokens: 1e12 },
-        perTurn: { tokens: 1e12, usd: 1e9 },
+      settings: {
+        budgets: {
+          daily: { tokens: 1e12, usd: 1e9 },
+          perChat: { tokens: 1e12 },
+          perJobRun: { tokens: 1e12 },
+          perTurn: { tokens: 1e12, usd: 1e9 },
+        },
+        llm: { prices: { "gpt-4o-mini": { input: 0.15, output: 0.6 } } },
+        timezone: "Europe/Berlin",
       },
-      prices: { "gpt-4o-mini": { input: 0.15, output: 0.6 } },
-      timeZone: "Europe/Berlin",
       logger: silentLogger(),
     });
     // A busy day already in the ledger.

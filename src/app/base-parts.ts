@@ -16,7 +16,6 @@ import type { SpendPort, SpendScope } from "../core/spend.js";
 import type { ChannelAdapter } from "../core/types.js";
 import { createChatModel } from "../llm/create-model.js";
 import { llmProviders } from "../llm/provider.js";
-import { redactingModel } from "../llm/redacting-model.js";
 import { createTranscriber } from "../llm/transcriber.js";
 import type { ChatModel } from "../llm/types.js";
 import { createLogger } from "../log/logger.js";
@@ -28,6 +27,7 @@ import { type Tool, ToolError } from "../tools/define-tool.js";
 import { builtinTools } from "../tools/index.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { SpillStore } from "../tools/spill.js";
+import { SpendGuard } from "../usage/spend-guard.js";
 import type { FeatureDeps, MagpieFeature } from "./feature.js";
 
 /** The app's ports: built-in defaults, replaced by what the features contribute (in set-up order). */
@@ -97,28 +97,39 @@ export function buildBase(
   const store = Store.open(config.dataDir);
   // File and shell tools (and shell cron jobs) work inside the workspace: it exists from the first start.
   mkdirSync(config.workspace, { recursive: true });
-  const llm = llmProviders(config, redactor); // one per endpoint: chat, embeddings, transcription, speech
-  const created =
+  // The phone notifier (Pushover, ntfy) is built once: the scheduler, budgets, alerts and triggers share it.
+  const notifier = createPhoneNotifier(config.notify);
+  // The usage ledger (and the budgets the usage feature puts in front of calls): every LLM call writes to it.
+  const usage = new SpendGuard({
+    db: store.db,
+    settings: config,
+    logger: logger.child({ component: "usage" }),
+    clock,
+    ...(notifier.configured ? { alert: (alert) => notifier.send({ ...alert, priority: 1 }) } : {}),
+  });
+  // One provider per endpoint for chat, embeddings, transcription and speech, handed the ledger and the event
+  // stream here: it is the one place an LLM call is written down and published.
+  const llm = llmProviders(config, redactor, { events, ledger: usage, logger });
+  const chain =
     options.model !== undefined
       ? options.model
       : createChatModel(config, { logger, now: () => clock.now(), providers: llm });
-  const model = created ? redactingModel(created, redactor) : null;
+  const model = chain ? llm.chat(chain) : null;
+  const transcriber = createTranscriber(config, llm);
   // Photos and voice notes for the model: only when there is a model to take them.
   const media = model
     ? new MediaPreparer({
         vision: config.llm.vision,
-        transcribe: createTranscriber(config, llm),
-        transcriptionModel: config.llm.transcriptionModel,
+        // A transcription is a call of the turn it is for: under that turn's budgets, in its ledger line.
+        transcribe: transcriber
+          ? (audio, fileName, mime, context) => transcriber(audio, fileName, mime, mediaScope(context))
+          : null,
         logger,
-        // A transcription is a call of the turn it is for, under that turn's budgets.
         beforeCall: (context) => ports.spend?.beforeCall(mediaScope(context)) ?? { allowed: true },
-        onUsage: (usage, context) => ports.spend?.record(mediaScope(context), usage),
       })
     : null;
   const spill = new SpillStore(path.join(config.dataDir, "spill"), config.tools.spillThresholdChars);
-  // The phone notifier (Pushover, ntfy) is built once: the scheduler, budgets, alerts and triggers share it.
-  const notifier = createPhoneNotifier(config.notify);
-  const services: BaseParts["services"] = { store, redactor, spill, notifier };
+  const services: BaseParts["services"] = { store, redactor, spill, notifier, usage };
   const tools = new ToolRegistry({
     config,
     logger,

@@ -22,6 +22,7 @@ import type { Notifier } from "../notify/pushover.js";
 import type { Store } from "../store/index.js";
 import type { ToolServices } from "../tools/context.js";
 import type { ToolRegistry } from "../tools/registry.js";
+import type { SpendGuard } from "../usage/spend-guard.js";
 
 // The ports live beside their users; re-exported for modules that still import them from here.
 export type { AgentRunner, ButtonHandler, HttpHandler, HttpRoutes, Messenger };
@@ -68,6 +69,8 @@ export interface FeatureDeps {
   /** Services handed to tools (`context.services`); features add theirs by name. The notifier is the app's own. */
   services: ToolServices & {
     notifier: Notifier;
+    /** The usage ledger every LLM call is written to (the LLM provider's); the usage feature puts its budgets first. */
+    usage: SpendGuard;
     /** Delivery failover (its feature): the path that delivered a failed outbox item, if one did. */
     deliveryFailover?: (outboxId: number) => Promise<string | null | undefined>;
   };

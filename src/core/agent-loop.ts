@@ -2,12 +2,10 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { safeParseJson } from "../lib/parse-json.js";
 import { describeLlmError } from "../llm/errors.js";
-import { estimateMessageTokens } from "../llm/tokens.js";
 import type { ChatMessage, ChatModel, CompletionResult, RequestMessage, ToolCall } from "../llm/types.js";
 import type { AssistantStep, JournalStep } from "../store/step-journal.js";
 import type { AgentProfile } from "./agents.js";
 import type { ApprovalDecision } from "./approvals.js";
-import type { EventPublisher } from "./events.js";
 import type { ImagePart } from "./media.js";
 import type { SpendPort, SpendScope } from "./spend.js";
 import { parseTextToolCalls } from "./text-tool-calls.js";
@@ -20,14 +18,12 @@ export interface AgentLoopDeps {
   maxIterations: number;
   /** For user-facing LLM error messages. */
   llm: { baseUrl?: string; timeoutMs: number };
-  /** Budget check before, usage ledger after every LLM call; null when neither is set up. */
+  /** Budget check before every LLM call; null when none is set up. (The provider writes the ledger.) */
   spend?: SpendPort | null;
   /** `llm.textToolCalls`: also accept tool calls written in the answer text. */
   textToolCalls?: boolean;
   /** `llm.vision`: `auto` retries without the images when the model refuses them. */
   vision?: "auto" | boolean;
-  /** Publishes the calls that failed (the ledger publishes those it records). */
-  events?: EventPublisher;
 }
 
 export interface TurnInput {
@@ -149,11 +145,11 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
     }
     let result: CompletionResult;
     input.onActivity?.("waiting for the model");
-    const callStarted = performance.now();
     try {
       result = await deps.model.complete(
         { model, messages, tools: specs.length > 0 ? specs : undefined },
-        { signal, onTextDelta: input.onTextDelta },
+        // The provider files the call's ledger row under the scope and publishes its one `llmCall` event.
+        { signal, onTextDelta: input.onTextDelta, scope: input.spendScope },
       );
     } catch (error) {
       if (signal.aborted) return aborted(userMessage, iteration - 1, toolCalls);
@@ -170,19 +166,6 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         { code: failure.code, status: failure.status, err: error, session: input.context.sessionKey },
         "llm-call-failed",
       );
-      deps.events?.llmCall({
-        ...(input.spendScope ? { turnId: input.spendScope.turnId } : {}),
-        origin: input.context.origin,
-        sessionKey: input.context.sessionKey,
-        kind: "chat",
-        model,
-        result: "error",
-        promptTokens: 0,
-        completionTokens: 0,
-        estimated: false,
-        latencyMs: Math.round(performance.now() - callStarted),
-        errorCode: failure.code,
-      });
       return {
         status: "error",
         reply: failure.userMessage,
@@ -192,8 +175,6 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         errorCode: failure.code,
       };
     }
-    const latencyMs = Math.round(performance.now() - callStarted);
-    const record = () => recordUsage(deps, input, model, messages, result, latencyMs);
     if (result.answeredBy?.fallback) fallbackModel = result.answeredBy.model;
     else if (result.answeredBy) fallbackModel = null;
 
@@ -212,7 +193,6 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
     }
 
     if (calls.length === 0) {
-      record();
       const answer = content?.trim() || "(The model returned an empty answer.)";
       newMessages.push({ role: "assistant", content: answer });
       // A reply produced by a fallback says so, in one short line (not stored in history).
@@ -222,7 +202,6 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
 
     const repeatedRefusal = calls.find((call) => refusedCalls.has(callKey(call)));
     if (repeatedRefusal) {
-      record();
       const reply = `I stopped: the model asked again for a call that was refused (${repeatedRefusal.function.name} with the same arguments), so going on would only repeat the refusal. Tell me how to go on.`;
       return stopped(deps, input, newMessages, reply, iteration, toolCalls, repeatedRefusal.function.name);
     }
@@ -233,7 +212,6 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
       return count >= LOOP_LIMIT;
     });
     if (looping) {
-      record();
       const reply = `I stopped: the same tool call (${looping.function.name} with the same arguments) came ${LOOP_LIMIT} times in this turn, which looks like a loop. Tell me how to go on.`;
       deps.logger.warn(
         { tool: looping.function.name, session: input.context.sessionKey },
@@ -244,13 +222,8 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
     }
 
     const asked: AssistantStep = { role: "assistant", content, tool_calls: calls };
-    if (journal) {
-      // The step — the ledger and trace rows of the LLM call and its journal row — in one transaction.
-      journal.atomically(() => {
-        record();
-        journal.write({ kind: "llm", message: asked, agent: input.agent.name, model, at: journal.now() });
-      });
-    } else record();
+    // The call's ledger and trace rows were written as it returned (by the provider and the trace's subscriber).
+    journal?.write({ kind: "llm", message: asked, agent: input.agent.name, model, at: journal.now() });
     newMessages.push(asked);
     let refusedNow = 0;
     for (const call of calls) {
@@ -420,58 +393,6 @@ function isRefusedOutput(output: string): boolean {
 /** A 4xx other than auth and rate limits: the request itself was refused (e.g. image parts a model can't take). */
 function isRefusal(status: number | undefined): boolean {
   return status !== undefined && status >= 400 && status < 500 && ![401, 403, 408, 409, 429].includes(status);
-}
-
-/** Records what one call used: the provider's `usage`, or an estimate marked as one. */
-function recordUsage(
-  deps: AgentLoopDeps,
-  input: TurnInput,
-  model: string,
-  messages: RequestMessage[],
-  result: CompletionResult,
-  latencyMs: number,
-): void {
-  if (!deps.spend || !input.spendScope) return;
-  const answered = result.answeredBy?.model ?? model;
-  const call = {
-    kind: "chat" as const,
-    model: answered,
-    latencyMs,
-    fallback: result.answeredBy?.fallback === true,
-  };
-  try {
-    deps.spend.record(
-      input.spendScope,
-      result.usage
-        ? { ...call, ...result.usage, estimated: false }
-        : {
-            ...call,
-            promptTokens: messages.reduce(
-              (sum, message) =>
-                sum +
-                estimateMessageTokens(
-                  Array.isArray(message.content)
-                    ? {
-                        role: "user",
-                        content: message.content
-                          .map((part) => (part.type === "text" ? part.text : "[image]"))
-                          .join(" "),
-                      }
-                    : (message as ChatMessage),
-                ),
-              0,
-            ),
-            completionTokens: estimateMessageTokens({
-              role: "assistant",
-              content: result.content,
-              tool_calls: result.toolCalls,
-            }),
-            estimated: true,
-          },
-    );
-  } catch (error) {
-    deps.logger.error({ err: error }, "usage-record-failed");
-  }
 }
 
 /** Arguments compared by meaning: key order and whitespace don't make a call new. */

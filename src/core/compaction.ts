@@ -45,7 +45,7 @@ export async function compactHistory(input: {
   budget: number;
   logger: Logger;
   signal?: AbortSignal;
-  /** The budgets and the ledger: the summary is an LLM call of the turn that made the history long. */
+  /** The budgets (and the ledger row's scope): the summary is an LLM call of the turn that made the history long. */
   spend?: { port: SpendPort; scope: SpendScope } | null;
 }): Promise<CompactionResult | null> {
   // Only what the budget holds is read (then whether anything is older): a turn's compaction check costs the
@@ -77,16 +77,11 @@ export async function compactHistory(input: {
     return null;
   }
   try {
-    const result = await input.model.complete({ model: input.modelName, messages }, { signal: input.signal });
-    spend?.port.record(spend.scope, {
-      kind: "chat",
-      model: result.answeredBy?.model ?? input.modelName,
-      ...(result.usage ?? {
-        promptTokens: messages.reduce((sum, message) => sum + estimateMessageTokens(message), 0),
-        completionTokens: estimateMessageTokens({ role: "assistant", content: result.content }),
-      }),
-      estimated: !result.usage,
-    });
+    // The provider files the call under the turn's scope (ledger row and `llmCall` event).
+    const result = await input.model.complete(
+      { model: input.modelName, messages },
+      { signal: input.signal, ...(spend ? { scope: spend.scope } : {}) },
+    );
     const summary = result.content?.trim();
     if (!summary) return null;
     input.history.compact(input.sessionKey, older[older.length - 1]!.id, summary);

@@ -1,4 +1,5 @@
 import diagnostics_channel from "node:diagnostics_channel";
+import type { LlmCallFields } from "../llm/llm-call.js";
 import type { TurnOrigin } from "./identity.js";
 
 /**
@@ -63,23 +64,8 @@ export interface TurnFinishedEvent extends EventBase {
   toolCalls: number;
 }
 
-/** One LLM request (chat, embedding, transcription, vision), answered or failed. */
-export interface LlmCallEvent extends EventBase {
-  turnId?: string;
-  origin: TurnOrigin | string;
-  sessionKey?: string;
-  kind: "chat" | "embedding" | "transcription" | "vision" | "speech";
-  model: string;
-  result: "ok" | "error";
-  /** The chain answered with a fallback entry. */
-  fallback?: boolean;
-  promptTokens: number;
-  completionTokens: number;
-  estimated: boolean;
-  costUsd?: number;
-  latencyMs: number;
-  errorCode?: string;
-}
+/** One LLM request (chat, embedding, transcription, speech), answered or failed: published by the LLM provider. */
+export interface LlmCallEvent extends EventBase, LlmCallFields {}
 
 /** One tool call through the tool runtime (refusals included). */
 export interface ToolCallEvent extends EventBase {

@@ -23,29 +23,14 @@ export interface BudgetScope {
   turnId: string;
 }
 
-export type LlmCallKind = "chat" | "embedding" | "transcription" | "vision" | "speech";
-
-export interface LlmUsage {
-  kind: LlmCallKind;
-  /** The model that answered (a fallback's, when the chain moved on). */
-  model: string;
-  promptTokens: number;
-  completionTokens: number;
-  /** No `usage` came back; the counts are estimates. */
-  estimated: boolean;
-  /** How long the request took (for the event stream; not kept in the ledger). */
-  latencyMs?: number;
-  /** A fallback entry of the chain answered. */
-  fallback?: boolean;
-}
+export type { LlmCallKind, LlmUsage } from "../llm/llm-call.js";
 
 export type SpendDecision = { allowed: true } | { allowed: false; message: string };
 
 /**
- * The budget check and the usage ledger, asked around every LLM call the turn engine makes: before (a call at or
- * past a cap is not made) and after (what it used is recorded).
+ * The budget check, asked before every LLM call the turn engine makes (a call at or past a cap is not made). What
+ * a call used is written to the ledger by the LLM provider itself (src/llm/provider.ts), under the call's scope.
  */
 export interface SpendPort {
   beforeCall(scope: SpendScope): SpendDecision;
-  record(scope: SpendScope, usage: LlmUsage): void;
 }

@@ -238,7 +238,6 @@ export class TurnEngine {
         spend: this.options.spend?.() ?? null,
         textToolCalls: settings.textToolCalls ?? false,
         vision: settings.vision ?? "auto",
-        events: this.events,
       },
       {
         agent: request.agent,

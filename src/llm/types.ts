@@ -1,3 +1,5 @@
+import type { CallScope } from "./llm-call.js";
+
 /** Chat messages in the OpenAI chat-completions shape (the subset Magpie stores and sends). */
 export interface ToolCall {
   id: string;
@@ -46,6 +48,8 @@ export interface CompletionOptions {
   signal?: AbortSignal;
   /** When given, the request streams and text deltas arrive here as they come. */
   onTextDelta?: (delta: string) => void;
+  /** Who the call is for: the provider files its ledger row under it (src/llm/provider.ts → `CallMeter`). */
+  scope?: CallScope;
 }
 
 /** What the agent loop needs from an LLM provider. */

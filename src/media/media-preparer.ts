@@ -1,9 +1,6 @@
 import type { Logger } from "pino";
 import type { ImagePart, MediaContext, MediaPort, PreparedMedia } from "../core/media.js";
-import type { LlmUsage } from "../core/spend.js";
 import type { Attachment, ChannelAdapter, InboundMessage } from "../core/types.js";
-import { estimateTokens } from "../llm/tokens.js";
-import type { Transcriber } from "../llm/transcriber.js";
 
 /** Larger photos are described, not sent: a data URL this size is already a heavy request. */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
@@ -12,13 +9,18 @@ export const MAX_AUDIO_BYTES = 25 * 1024 * 1024;
 /** Images sent with one turn at most. */
 export const MAX_IMAGES_PER_TURN = 4;
 
+/** Turns audio into text for the turn `context` is (the provider files the call under that turn). */
+export type MediaTranscriber = (
+  audio: Buffer,
+  fileName: string,
+  mime: string | undefined,
+  context: MediaContext,
+) => Promise<string>;
+
 export interface MediaPreparerOptions {
   vision: "auto" | boolean;
-  transcribe: Transcriber | null;
-  transcriptionModel?: string;
+  transcribe: MediaTranscriber | null;
   logger: Logger;
-  /** Records a transcription in the usage ledger. */
-  onUsage?: (usage: LlmUsage, context: MediaContext) => void;
   /** Asked before each transcription: a refusal (a budget is reached) says why, and nothing is sent. */
   beforeCall?: (context: MediaContext) => { allowed: true } | { allowed: false; message: string };
 }
@@ -76,19 +78,10 @@ export class MediaPreparer implements MediaPort {
         const bytes = await this.download(adapter, attachment, MAX_AUDIO_BYTES, label, notes);
         if (!bytes) continue;
         try {
-          const text = await this.options.transcribe(bytes, audioFileName(attachment), attachment.mime);
+          const name = audioFileName(attachment);
+          const text = await this.options.transcribe(bytes, name, attachment.mime, context);
           notes.push(
             `[${attachment.kind === "voice" ? "voice note" : `audio ${label}`} transcript]: ${text.trim()}`,
-          );
-          this.options.onUsage?.(
-            {
-              kind: "transcription",
-              model: this.options.transcriptionModel ?? "transcription",
-              promptTokens: 0,
-              completionTokens: estimateTokens(text),
-              estimated: true,
-            },
-            context,
           );
         } catch (error) {
           this.options.logger.warn({ err: error, session: context.sessionKey }, "transcription-failed");

@@ -1,8 +1,7 @@
 import { z } from "zod";
-import type { LlmUsage } from "../core/spend.js";
 import { MagpieError } from "../lib/errors.js";
+import type { CallScope } from "../llm/llm-call.js";
 import type { LlmProvider } from "../llm/provider.js";
-import { estimateTokens } from "../llm/tokens.js";
 import { normalize } from "./vector-math.js";
 
 /** Turns texts into unit-length vectors. `model` tags stored vectors so a model change is detected. */
@@ -13,8 +12,6 @@ export interface Embedder {
    * they give up sooner and don't retry; what they miss is embedded later in the background.
    */
   embed(texts: string[], options?: { interactive?: boolean; signal?: AbortSignal }): Promise<Float32Array[]>;
-  /** Told what each embeddings request used, for the usage ledger (set by the usage feature). */
-  onUsage?: (usage: LlmUsage) => void;
 }
 
 export interface OpenAiEmbedderOptions {
@@ -23,12 +20,19 @@ export interface OpenAiEmbedderOptions {
   provider: LlmProvider;
   /** Texts per request. */
   batchSize?: number;
-  onUsage?: (usage: LlmUsage) => void;
 }
+
+/** Where memory's embeddings are filed in the usage ledger: no turn, no chat — memory's own line. */
+export const MEMORY_SCOPE: CallScope = {
+  origin: "memory",
+  sessionKey: "memory",
+  historyKey: "memory",
+  turnId: null,
+  agent: null,
+};
 
 const embeddingResponseSchema = z.object({
   data: z.array(z.object({ index: z.number().int().min(0), embedding: z.array(z.number()) })),
-  usage: z.object({ prompt_tokens: z.number().int().min(0) }).optional(),
 });
 
 /** Someone is waiting: don't let a slow endpoint hold a turn for the full LLM timeout. */
@@ -36,17 +40,16 @@ const INTERACTIVE_TIMEOUT_MS = 10_000;
 
 /**
  * Embeddings through any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, llama.cpp, vLLM …), taken from
- * the endpoint's provider: its client (the SDK loads on the first request), settings and redaction.
+ * the endpoint's provider: its client (the SDK loads on the first request), settings, redaction and ledger (each
+ * request is filed under `MEMORY_SCOPE`).
  */
 export class OpenAiEmbedder implements Embedder {
   readonly model: string;
-  onUsage?: (usage: LlmUsage) => void;
   private readonly batchSize: number;
 
   constructor(private readonly options: OpenAiEmbedderOptions) {
     this.model = options.model;
     this.batchSize = options.batchSize ?? 64;
-    this.onUsage = options.onUsage;
   }
 
   async embed(
@@ -60,8 +63,9 @@ export class OpenAiEmbedder implements Embedder {
           signal: options.signal,
           timeoutMs: Math.min(INTERACTIVE_TIMEOUT_MS, provider.settings.timeoutMs),
           maxRetries: 0,
+          scope: MEMORY_SCOPE,
         }
-      : { signal: options.signal };
+      : { signal: options.signal, scope: MEMORY_SCOPE };
     for (let start = 0; start < texts.length; start += this.batchSize) {
       const batch = texts.slice(start, start + this.batchSize);
       const response = await provider.embeddings(this.model, batch, requestOptions);
@@ -72,26 +76,9 @@ export class OpenAiEmbedder implements Embedder {
           `The embeddings endpoint returned an unexpected response for model "${this.model}". Check llm.embeddingModel and llm.baseUrl.`,
         );
       }
-      this.reportUsage(batch, parsed.data.usage?.prompt_tokens);
       const ordered = [...parsed.data.data].sort((a, b) => a.index - b.index);
       for (const item of ordered) vectors.push(normalize(item.embedding));
     }
     return vectors;
-  }
-
-  /** The provider's count, or an estimate marked as one; a failing listener never fails the embedding. */
-  private reportUsage(batch: string[], promptTokens: number | undefined): void {
-    if (!this.onUsage) return;
-    try {
-      this.onUsage({
-        kind: "embedding",
-        model: this.model,
-        promptTokens: promptTokens ?? batch.reduce((sum, text) => sum + estimateTokens(text), 0),
-        completionTokens: 0,
-        estimated: promptTokens === undefined,
-      });
-    } catch {
-      // The ledger logs its own failures; memory keeps working.
-    }
   }
 }

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { type Clock, systemClock } from "../core/clock.js";
-import { type EventPublisher, NO_EVENTS } from "../core/events.js";
-import type { LlmUsage, SpendDecision, SpendPort, SpendScope } from "../core/spend.js";
+import type { SpendDecision, SpendPort, SpendScope } from "../core/spend.js";
+import type { CallScope, LlmLedgerPort, LlmUsage } from "../llm/llm-call.js";
 import type { Db } from "../store/index.js";
 import { BudgetAlerts } from "./budget-alerts.js";
 import { alertMessage, capKey, type ReachedCap, refusalMessage } from "./budget-message.js";
@@ -10,23 +10,20 @@ import { type Spent, UsageLedger } from "./ledger.js";
 import { originIds } from "./origin-keys.js";
 import { costOf, type PriceList } from "./prices.js";
 
-export interface SpendGuardOptions {
-  db: Db;
-  budgets: Budgets;
-  prices: PriceList;
-  timeZone: string;
-  logger: Logger;
-  clock?: Clock;
-  /** Every call written to the ledger is published as an `llmCall` event (default: publishes nothing). */
-  events?: EventPublisher;
-  /** Tells the owner a cap was reached (Pushover); without it the alert is only logged. */
-  alert?: (alert: { title: string; message: string }) => Promise<unknown>;
+/** The settings the guard reads at each call: the app's live config (a reload's caps and prices apply at once). */
+export interface SpendSettings {
+  readonly budgets: Budgets;
+  readonly llm: { readonly prices: PriceList };
+  readonly timezone: string;
 }
 
-/** Where an unscoped call (an embedding for memory) is filed. */
-export interface UnscopedOrigin {
-  origin: string;
-  sessionKey: string;
+export interface SpendGuardOptions {
+  db: Db;
+  settings: SpendSettings;
+  logger: Logger;
+  clock?: Clock;
+  /** Tells the owner a cap was reached (Pushover); without it the alert is only logged. */
+  alert?: (alert: { title: string; message: string }) => Promise<unknown>;
 }
 
 const ALLOWED: SpendDecision = { allowed: true };
@@ -35,11 +32,11 @@ const CACHE_LIMIT = 2_000;
 
 /**
  * The usage ledger and the hard budgets behind the turn engine's `SpendPort`. Before a call, every configured
- * cap the call counts against is checked (a call at or past one is not made); after it, the call is written to
- * the ledger. Period sums come from the ledger once and are then kept up to date in memory, so the check costs
- * no query on most calls.
+ * cap the call counts against is checked (a call at or past one is not made); after it, the LLM provider writes
+ * the call to the ledger through `record` (the provider's `LlmLedgerPort`). Period sums come from the ledger once
+ * and are then kept up to date in memory, so the check costs no query on most calls.
  */
-export class SpendGuard implements SpendPort {
+export class SpendGuard implements SpendPort, LlmLedgerPort {
   readonly ledger: UsageLedger;
   private readonly alerts: BudgetAlerts;
   private readonly days: DayCache;
@@ -49,17 +46,8 @@ export class SpendGuard implements SpendPort {
   constructor(private readonly options: SpendGuardOptions) {
     this.ledger = new UsageLedger(options.db);
     this.alerts = new BudgetAlerts(options.db);
-    this.days = new DayCache(options.timeZone);
+    this.days = new DayCache(options.settings.timezone);
     this.clock = options.clock ?? systemClock;
-  }
-
-  /**
-   * Takes over new caps and prices (a config reload): the next call is checked against them. Sums already spent
-   * stay (they come from the ledger); a cap lowered below them refuses the next call.
-   */
-  update(settings: { budgets: Budgets; prices: PriceList }): void {
-    this.options.budgets = settings.budgets;
-    this.options.prices = settings.prices;
   }
 
   beforeCall(scope: SpendScope): SpendDecision {
@@ -69,7 +57,7 @@ export class SpendGuard implements SpendPort {
         const reached = this.reachedIn(period);
         if (!reached) continue;
         this.alertOnce(reached, now);
-        return { allowed: false, message: refusalMessage(reached, now, this.options.timeZone) };
+        return { allowed: false, message: refusalMessage(reached, now, this.options.settings.timezone) };
       }
       return ALLOWED;
     } catch (error) {
@@ -82,61 +70,33 @@ export class SpendGuard implements SpendPort {
     }
   }
 
-  record(scope: SpendScope, usage: LlmUsage): void {
-    this.write(
-      {
-        origin: scope.origin,
-        sessionKey: scope.sessionKey,
-        historyKey: scope.historyKey,
-        turnId: scope.turnId,
-      },
-      scope.agent,
-      usage,
-    );
-  }
-
   /**
-   * A call outside any turn (memory's embeddings): in the ledger and the daily totals, never refused —
-   * memory writes and searches keep working when a cap is reached.
+   * Writes one call to the ledger and the in-memory sums; returns its cost (null when its model has no price).
+   * A call outside any turn (memory's embeddings, `turnId` null) counts in the daily totals and is never
+   * refused — memory writes and searches keep working when a cap is reached.
    */
-  recordUnscoped(where: UnscopedOrigin, usage: LlmUsage): void {
-    this.write({ ...where, historyKey: where.sessionKey, turnId: null }, null, usage);
-  }
-
-  private write(
-    where: { origin: string; sessionKey: string; historyKey: string; turnId: string | null },
-    agent: string | null,
-    usage: LlmUsage,
-  ): void {
+  record(scope: CallScope, usage: LlmUsage): number | null {
     const now = this.clock.now();
+    const where = {
+      origin: scope.origin,
+      sessionKey: scope.sessionKey,
+      historyKey: scope.historyKey,
+      turnId: scope.turnId,
+    };
     const ids = originIds(where.historyKey, where.sessionKey);
-    const costUsd = costOf(this.options.prices, usage.model, usage.promptTokens, usage.completionTokens);
+    const prices = this.options.settings.llm.prices;
+    const costUsd = costOf(prices, usage.model, usage.promptTokens, usage.completionTokens);
     this.ledger.insert({
       at: now,
       ...where,
       ...ids,
-      agent,
+      agent: scope.agent,
       kind: usage.kind,
       model: usage.model,
       promptTokens: usage.promptTokens,
       completionTokens: usage.completionTokens,
       estimated: usage.estimated,
       costUsd,
-    });
-    (this.options.events ?? NO_EVENTS).llmCall({
-      ...(where.turnId ? { turnId: where.turnId } : {}),
-      origin: where.origin,
-      sessionKey: where.sessionKey,
-      kind: usage.kind,
-      model: usage.model,
-      result: "ok",
-      ...(usage.fallback ? { fallback: true } : {}),
-      promptTokens: usage.promptTokens,
-      completionTokens: usage.completionTokens,
-      estimated: usage.estimated,
-      ...(costUsd !== null ? { costUsd } : {}),
-      latencyMs: usage.latencyMs ?? 0,
-      at: now,
     });
     const tokens =
       Math.max(0, Math.round(usage.promptTokens)) + Math.max(0, Math.round(usage.completionTokens));
@@ -153,10 +113,11 @@ export class SpendGuard implements SpendPort {
       const reached = this.reachedIn(period);
       if (reached) this.alertOnce(reached, now);
     }
+    return costUsd;
   }
 
   private periodsFor(keys: CallKeys, now: number): Period[] {
-    return periodsOf(this.options.budgets, keys, this.days.at(now), this.ledger);
+    return periodsOf(this.options.settings.budgets, keys, this.days.at(now), this.ledger);
   }
 
   private spentIn(period: Period): Spent {
@@ -183,7 +144,7 @@ export class SpendGuard implements SpendPort {
   private alertOnce(reached: ReachedCap, now: number): void {
     const cap = capKey(reached);
     if (!this.alerts.markFirst(reached.period.key, cap, now)) return;
-    const alert = alertMessage(reached, now, this.options.timeZone);
+    const alert = alertMessage(reached, now, this.options.settings.timezone);
     this.options.logger.warn({ cap, period: reached.period.key, used: reached.used }, "budget-reached");
     this.options.alert?.(alert).catch((error: unknown) => {
       this.options.logger.warn({ err: error, cap }, "budget-alert-failed");

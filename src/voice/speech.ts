@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { MagpieConfig } from "../config/schema.js";
 import { MagpieError } from "../lib/errors.js";
+import type { CallScope } from "../llm/llm-call.js";
 import { type LlmProviders, llmProviders } from "../llm/provider.js";
 
 /** Spoken audio: OGG/Opus (a voice note anywhere) or WAV (an audio file until it is encoded). */
@@ -11,8 +12,8 @@ export interface Speech {
   format: "ogg" | "wav";
 }
 
-/** Turns text into speech. */
-export type Synthesizer = (text: string) => Promise<Speech>;
+/** Turns text into speech; `scope` is who an LLM call is for (its ledger row). */
+export type Synthesizer = (text: string, scope?: CallScope) => Promise<Speech>;
 
 const PROGRAM_TIMEOUT_MS = 60_000;
 /** Largest audio a program may write (a 4,000-character WAV is about 10 MB). */
@@ -34,8 +35,8 @@ export function opusEncoder(): string | null {
 }
 
 /**
- * `/audio/speech` of `llm`'s endpoint provider (its client, its redaction), asking for `opus` (an OGG/Opus file: a
- * voice note as it is). The `openai` SDK is loaded on the first spoken reply, not at start-up.
+ * `/audio/speech` of `llm`'s endpoint provider (its client, its redaction, its ledger), asking for `opus` (an
+ * OGG/Opus file: a voice note as it is). The `openai` SDK is loaded on the first spoken reply, not at start-up.
  */
 export function llmSynthesizer(
   config: MagpieConfig,
@@ -44,8 +45,8 @@ export function llmSynthesizer(
   const model = config.voice.speechModel ?? "tts-1";
   const voice = config.voice.voice ?? "alloy";
   const provider = providers.primary();
-  return async (text) => {
-    const bytes = await provider.speech(model, voice, text, "opus");
+  return async (text, scope) => {
+    const bytes = await provider.speech(model, voice, text, "opus", scope);
     return { bytes, format: isOggOpus(bytes) ? "ogg" : "wav" };
   };
 }

@@ -9,7 +9,6 @@ import type { Messenger } from "../core/messenger.js";
 import type { SpendPort, SpendScope } from "../core/spend.js";
 import type { OutboundMessage } from "../core/types.js";
 import { errorMessage } from "../lib/errors.js";
-import { estimateTokens } from "../llm/tokens.js";
 import type { KvRepository } from "../store/kv.js";
 import type { Speech, Synthesizer } from "./speech.js";
 
@@ -43,7 +42,7 @@ export function voiceModeKey(sessionKey: string): string {
  * Voice replies (DESIGN.md → Voice out): after a chat turn's text reply is queued, speaks it — `mirror` when a
  * voice note came in, `always` for every reply — and queues the audio after the text: a voice note (OGG/Opus,
  * Telegram's sendVoice) where it could be encoded, else a WAV file. `llm` speech is checked against the budgets
- * before and recorded in the ledger after; a refusal or a failure costs the chat only the audio.
+ * before and recorded in the ledger by the LLM provider; a refusal or a failure costs the chat only the audio.
  */
 export class VoiceReplies {
   private speech: ReturnType<NonNullable<VoiceRepliesDeps["speech"]>> | undefined;
@@ -83,21 +82,8 @@ export class VoiceReplies {
     }
     this.speech ??= this.deps.speech ? this.deps.speech() : loadSpeech(config);
     const { synthesize, encode } = await this.speech;
-    let speech: Speech;
-    try {
-      speech = await synthesize(text);
-    } finally {
-      if (llm) {
-        // Recorded whether or not audio came back: a failed request may still have been billed.
-        this.deps.spend()?.record(scope, {
-          kind: "speech",
-          model: config.voice.speechModel ?? "tts-1",
-          promptTokens: estimateTokens(text),
-          completionTokens: 0,
-          estimated: true,
-        });
-      }
-    }
+    // `llm` speech is filed under the turn by the provider, whether or not audio came back (it may be billed).
+    const speech: Speech = await synthesize(text, scope);
     const file = await this.fileOf(speech, encode);
     this.deps.messenger.send(turn.target, { text: "", file }, "reply");
   }

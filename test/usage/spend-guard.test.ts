@@ -33,9 +33,7 @@ function setup(
   const alerts: Array<{ title: string; message: string }> = [];
   const guard = new SpendGuard({
     db: store.db,
-    budgets,
-    prices: options.prices ?? {},
-    timeZone: "Europe/Berlin",
+    settings: { budgets, llm: { prices: options.prices ?? {} }, timezone: "Europe/Berlin" },
     logger: silentLogger(),
     clock,
     alert: async (alert) => void alerts.push(alert),
@@ -204,8 +202,8 @@ describe("the ledger and its summary", () => {
       },
       used(5, 5, true),
     );
-    guard.recordUnscoped(
-      { origin: "memory", sessionKey: "memory" },
+    guard.record(
+      { origin: "memory", sessionKey: "memory", historyKey: "memory", turnId: null, agent: null },
       {
         kind: "embedding",
         model: "embed-model",
