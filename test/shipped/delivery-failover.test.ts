@@ -11,6 +11,7 @@ import { ShippedBot } from "./shipped-bot.js";
 const OWNER = 503;
 // The owner's own chat (a report may go only to a chat Magpie may post to), where the owner blocked the bot.
 const BLOCKED_CHAT = OWNER;
+const DASHBOARD_TOKEN = "shipped-failover-dashboard-0123456789";
 
 /**
  * Delivery failover through the shipped build: a cron report to a Telegram chat that blocked the bot (403) goes
@@ -43,6 +44,7 @@ describe("shipped build: a cron report to a chat that blocked the bot fails over
         },
         notify: { ntfy: { url: ntfy.url, topic: "magpie-owner" } },
         delivery: { fallback: ["ntfy"] },
+        http: { dashboard: { enabled: true, token: DASHBOARD_TOKEN } },
         cron: {
           jobs: [
             {
@@ -112,6 +114,12 @@ describe("shipped build: a cron report to a chat that blocked the bot fails over
         `outbox ${outboxId} \\(cron\\) · failed after 1 attempt\\(s\\).*blocked by the user · delivered via ntfy \\(failover\\)`,
       ),
     );
+    // The dashboard's page for the same id says the same.
+    const page = await fetch(`${bot.url}/ui/trace/outbox/${outboxId}`, {
+      headers: { authorization: `Bearer ${DASHBOARD_TOKEN}` },
+    });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('data-failover-path="ntfy">delivered via ntfy (failover)</b>');
     const json = await bot.cli(["trace", "outbox", outboxId!, "--json"]);
     expect(JSON.parse(json.stdout)).toMatchObject({
       outboxId: Number(outboxId),
