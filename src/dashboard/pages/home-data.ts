@@ -35,7 +35,7 @@ const failedMessageRows = row(
     cause: z.string().nullable(),
     at: z.number(),
     preview: z.string(),
-    failedOver: z.string().nullable(),
+    failover: z.string().nullable(),
   }),
   "inbox failed",
 );
@@ -176,29 +176,38 @@ export interface FailedMessage {
   at: number;
   /** The first 120 characters of its text (cut in SQL: a message may be megabytes long). */
   preview: string;
-  /** The fallback path that delivered its reply (DESIGN.md → Delivery failover), if one did. */
-  failedOver: string | null;
+  /**
+   * What delivery failover did with its refused reply (DESIGN.md → Delivery failover): undefined when it was not
+   * tried, null when no path delivered it, else the path that did.
+   */
+  failedOver?: string | null;
 }
 
-/** The path that delivered a message's refused reply: its newest `failover` trace row's (null: none, or no path). */
-const FAILOVER_PATH_OF_INBOX = `(SELECT json_extract(data, '$.path') FROM trace_events
+/** A message's newest `failover` trace row (its refused reply sent through `delivery.fallback`), if any. */
+const FAILOVER_ROW_OF_INBOX = `(SELECT data FROM trace_events
   WHERE kind = 'failover' AND inbox_id = inbox.id ORDER BY id DESC LIMIT 1)`;
+
+/** A `failover` trace row's path: undefined without a row, null when no path delivered. */
+function failoverPath(data: string | null): { failedOver?: string | null } {
+  return data === null ? {} : { failedOver: parseJson(data, failoverData, "failover row").path ?? null };
+}
 
 /** The newest messages whose outcome is `failed` or `undeliverable`, among the last 2,000 received. */
 export function failedMessages(db: Db, limit = 5): FailedMessage[] {
-  return failedMessageRows.all(
+  const rows = failedMessageRows.all(
     db
       .prepare(
         `SELECT id, session_key AS sessionKey, outcome, outcome_cause AS cause,
          COALESCE(finished_at, received_at) AS at,
          COALESCE(substr(json_extract(payload, '$.text'), 1, 120), '') AS preview,
-         ${FAILOVER_PATH_OF_INBOX} AS failedOver
+         ${FAILOVER_ROW_OF_INBOX} AS failover
        FROM (SELECT id FROM inbox ORDER BY id DESC LIMIT ${RECENT_INBOX_ROWS}) AS recent
        JOIN inbox USING (id)
        WHERE outcome IN ('failed', 'undeliverable') ORDER BY id DESC LIMIT ?`,
       )
       .all(limit),
   );
+  return rows.map(({ failover, ...item }) => ({ ...item, ...failoverPath(failover) }));
 }
 
 /**

@@ -181,7 +181,7 @@ function failedCard(items: FailedMessage[], undelivered: UndeliveredItem[], time
         ? html`<p>No recent message failed or went undelivered.</p>`
         : html`<ul class="list">${items.map(
             (item) => html`<li data-failed-message="${item.id}">
-              <span class="badge bad">${item.outcome}</span> ${failoverBadge(item.failedOver ?? undefined)} ${times.at(item.at)}
+              <span class="badge bad">${item.outcome}</span> ${failoverBadge(item.failedOver)} ${times.at(item.at)}
               <a href="/ui/trace/${item.id}" aria-label="Trace of message ${item.id}">trace</a><br />
               <small>${item.sessionKey}${item.cause ? ` — ${item.cause}` : ""}</small>
               <pre>${item.preview}</pre>
