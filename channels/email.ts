@@ -114,6 +114,8 @@ export class EmailChannel implements ChannelAdapter {
   private readonly transport: Transporter;
   private readonly status$ = new StatusTracker();
   private client: ImapFlow | null = null;
+  /** The client being connected (a server that stopped answering holds it at the greeting): reconnect drops it. */
+  private connecting: ImapFlow | null = null;
   private sink: InboundSink | null = null;
   private stopped = false;
   private failures = 0;
@@ -170,10 +172,11 @@ export class EmailChannel implements ChannelAdapter {
 
   /**
    * The connection answered no NOOP within the liveness limit (a server that keeps the socket but has stopped
-   * answering): drop it; its close starts a fresh connection.
+   * answering): drop it; its close starts a fresh connection. A connection attempt the silence holds (no
+   * greeting yet) is dropped the same way: its failure schedules the next one.
    */
   reconnect(reason: string): void {
-    const client = this.client;
+    const client = this.client ?? this.connecting;
     if (this.stopped || !client) return;
     this.status$.set("reconnecting", reason);
     this.deps.logger.warn({ channel: this.name, reason }, "imap connection silent; reconnecting");
@@ -215,12 +218,17 @@ export class EmailChannel implements ChannelAdapter {
     client.on("error", (error: unknown) => {
       this.deps.logger.warn({ err: errorMessage(error) }, "imap connection error");
     });
-    await client.connect();
-    if (this.stopped) {
-      await client.logout().catch(() => undefined);
-      return;
+    this.connecting = client;
+    try {
+      await client.connect();
+      if (this.stopped) {
+        await client.logout().catch(() => undefined);
+        return;
+      }
+      await client.mailboxOpen(this.config.mailbox);
+    } finally {
+      if (this.connecting === client) this.connecting = null;
     }
-    await client.mailboxOpen(this.config.mailbox);
     this.client = client;
     this.failures = 0;
     client.on("exists", () => this.requestScan());

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { ReplyTarget } from "../core/types.js";
 import { row } from "../lib/row.js";
+import { markSentElsewhere } from "../notify/delivery-failover.js";
 import type { AppContext } from "./feature.js";
 
 const ownerChats = row(
@@ -47,12 +48,29 @@ export function ownerAlerter(app: AppContext, logger: Logger): (alert: OwnerAler
 
   return ({ title, text, except, exceptChannel }) => {
     const notifier = app.services.notifier;
-    if (notifier.configured) {
-      notifier
-        .send({ title, message: text, priority: 1 })
-        .catch((error: unknown) => logger.warn({ err: error }, "owner-phone-alert-failed"));
-    }
     const dm = ownerDm(except, exceptChannel);
-    if (dm) app.messenger.send(dm, { text, format: "plain" }, "notice");
+    const sendDm = (phoneTookIt: boolean) => {
+      if (!dm) return;
+      const outboxId = app.messenger.send(dm, { text, format: "plain" }, "notice");
+      // The owner has the alert on the phone already: if the DM copy is refused, it is not failed over to the
+      // phone again (one message per alert, and no alert about an alert).
+      if (phoneTookIt) markSentElsewhere(app.store.kv, outboxId, "phone");
+    };
+    if (!notifier.configured) {
+      sendDm(false);
+      return;
+    }
+    // The DM copy is queued once the phone answered, so that its fate is known before the copy can fail.
+    notifier
+      .send({ title, message: text, priority: 1 })
+      .then(
+        () => true,
+        (error: unknown) => {
+          logger.warn({ err: error }, "owner-phone-alert-failed");
+          return false;
+        },
+      )
+      .then(sendDm)
+      .catch((error: unknown) => logger.warn({ err: error }, "owner-dm-alert-failed"));
   };
 }

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { parseFallbackEntry } from "../config/sections/delivery.js";
 import type { Clock } from "../core/clock.js";
-import { type DeliveryEvent, type EventPublisher, magpieEvents } from "../core/events.js";
+import type { DeliveryEvent, EventPublisher } from "../core/events.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { ChannelAdapter } from "../core/types.js";
 import { errorMessage } from "../lib/errors.js";
@@ -10,7 +10,6 @@ import { row } from "../lib/row.js";
 import type { Store } from "../store/index.js";
 import type { OutboxItem } from "../store/outbox.js";
 import { TraceRepository } from "../store/trace.js";
-import { createPhoneNotifier } from "./phone.js";
 import type { Notifier } from "./pushover.js";
 
 export interface DeliveryFailoverDeps {
@@ -26,6 +25,19 @@ export interface DeliveryFailoverDeps {
 }
 
 const failoverPath = row(z.object({ path: z.string().nullable() }), "failover path");
+const copySchema = z.object({ path: z.string() });
+
+/** The kv key of an item whose text already reached the owner another way (see `markSentElsewhere`). */
+const copyKey = (outboxId: number) => `failover:copy:${outboxId}`;
+
+/**
+ * Records that an outbox item's text already reached the owner through `path` (an owner alert's phone copy): if the
+ * item becomes undeliverable it is not failed over — the owner would get the same text twice. Written before the
+ * item can be attempted (the alert queues its DM copy only once the phone answered).
+ */
+export function markSentElsewhere(kv: Store["kv"], outboxId: number, path: string): void {
+  kv.set(copyKey(outboxId), { path });
+}
 
 /** Outbox origins that are never redirected: a pairing code or an approval prompt belongs to its chat alone. */
 const NEVER_REDIRECTED = new Set(["pairing", "approval"]);
@@ -124,6 +136,16 @@ export class DeliveryFailover {
     // Once per item, across restarts: the kv claim is written before anything is sent (at most once).
     if (store.kv.has(`failover:${item.id}`)) return;
     store.kv.set(`failover:${item.id}`, { at: clock.now() });
+    const copy = store.kv.get(copyKey(item.id), copySchema);
+    if (copy) {
+      // An owner alert whose phone copy went out: the owner has its text, and the phone is its own path, not a
+      // failover (no trace row, not counted): nothing more is sent — one message per item.
+      logger.info(
+        { outboxId: item.id, from: `${item.target.channel}:${item.target.chatId}`, path: copy.path },
+        "delivery-failover-not-needed",
+      );
+      return;
+    }
     {
       const traceId = item.inboxId !== null ? `magpie trace ${item.inboxId}` : `outbox ${item.id}`;
       const from = `${item.target.channel}:${item.target.chatId}`;

@@ -8,7 +8,8 @@ import { parseMultipart, readBytes, type UploadedFile } from "./multipart.js";
  * client (`rest.api`; the gateway URL comes from `GET /gateway/bot`). It speaks HELLO / IDENTIFY / READY /
  * GUILD_CREATE / heartbeat ACK / RESUME, dispatches MESSAGE_CREATE and button INTERACTION_CREATE, records
  * every REST call, and can fail a call once (429 + retry_after), reject the token (401 on REST, or close
- * 4004 on IDENTIFY) and drop every connection (network loss).
+ * 4004 on IDENTIFY), drop every connection (network loss) and stall the gateway (`stallReceives`: sockets stay
+ * open, heartbeats go unacknowledged, a new connection gets no HELLO — a gateway that stopped answering).
  */
 
 export interface DiscordCall {
@@ -56,6 +57,13 @@ export class FakeDiscord {
   dropping = false;
   identifies = 0;
   resumes = 0;
+  /** Gateway connections opened so far. */
+  connections = 0;
+  /** HELLO's `heartbeat_interval` (Discord's own is about 41 s): a test of inbound liveness shortens it. */
+  heartbeatIntervalMs = 30_000;
+  /** While stalled, gateway frames are dropped unanswered and new connections wait for their HELLO. */
+  private stalled = false;
+  private held: WebSocket[] = [];
   private sockets = new Set<WebSocket>();
   private sequence = 0;
   private snowflake = 500000000000000000n;
@@ -100,6 +108,17 @@ export class FakeDiscord {
   setDropping(dropping: boolean): void {
     this.dropping = dropping;
     if (dropping) for (const socket of this.sockets) socket.terminate();
+  }
+
+  /** The gateway stops answering: no heartbeat ACK, no reply to IDENTIFY/RESUME, no HELLO on a new connection. */
+  stallReceives(): void {
+    this.stalled = true;
+  }
+
+  /** The gateway answers again: connections that waited get their HELLO. */
+  resumeReceives(): void {
+    this.stalled = false;
+    for (const ws of this.held.splice(0)) if (ws.readyState === ws.OPEN) this.hello(ws);
   }
 
   failNext(
@@ -322,10 +341,17 @@ export class FakeDiscord {
   }
 
   private onConnection(ws: WebSocket): void {
+    this.connections++;
     this.sockets.add(ws);
     ws.on("close", () => this.sockets.delete(ws));
-    ws.send(JSON.stringify({ op: 10, d: { heartbeat_interval: 30_000 } }));
+    if (this.stalled) this.held.push(ws);
+    else this.hello(ws);
+  }
+
+  private hello(ws: WebSocket): void {
+    ws.send(JSON.stringify({ op: 10, d: { heartbeat_interval: this.heartbeatIntervalMs } }));
     ws.on("message", (frame) => {
+      if (this.stalled) return;
       const payload = JSON.parse(String(frame)) as {
         op: number;
         d: { token?: string; seq?: number; session_id?: string };

@@ -189,6 +189,15 @@ export interface ImapTap {
   port: number;
   /** Bytes Dovecot sent through the relay so far (every connection). */
   readonly bytesToClient: number;
+  /** Connections the relay accepted so far. */
+  readonly connections: number;
+  /**
+   * The line goes quiet both ways without closing (a NAT that dropped the flow, a server that hangs): every
+   * connection, and each new one, stays open and carries nothing until `resume()`.
+   */
+  stall(): void;
+  /** Bytes flow again, what waited first. */
+  resume(): void;
   close(): Promise<void>;
 }
 
@@ -198,19 +207,32 @@ export interface ImapTap {
  */
 export async function imapTap(dovecot: Dovecot): Promise<ImapTap> {
   let bytes = 0;
+  let connections = 0;
+  let stalled = false;
   const sockets = new Set<net.Socket>();
+  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  const flow = ({ client, upstream }: { client: net.Socket; upstream: net.Socket }) => {
+    client.pipe(upstream);
+    upstream.pipe(client);
+  };
   const server = net.createServer((client) => {
+    connections++;
     const upstream = net.connect(dovecot.port, dovecot.host);
+    const pair = { client, upstream };
+    pairs.add(pair);
     for (const socket of [client, upstream]) {
       sockets.add(socket);
-      socket.on("close", () => sockets.delete(socket));
+      socket.on("close", () => {
+        sockets.delete(socket);
+        pairs.delete(pair);
+      });
       socket.on("error", () => undefined);
     }
     upstream.on("data", (chunk: Buffer) => {
       bytes += chunk.length;
     });
-    client.pipe(upstream);
-    upstream.pipe(client);
+    if (stalled) upstream.pause();
+    else flow(pair);
     client.on("close", () => upstream.destroy());
     upstream.on("close", () => client.destroy());
   });
@@ -219,6 +241,22 @@ export async function imapTap(dovecot: Dovecot): Promise<ImapTap> {
     port: (server.address() as net.AddressInfo).port,
     get bytesToClient() {
       return bytes;
+    },
+    get connections() {
+      return connections;
+    },
+    stall() {
+      stalled = true;
+      for (const { client, upstream } of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
+    resume() {
+      stalled = false;
+      for (const pair of pairs) flow(pair);
     },
     async close() {
       for (const socket of sockets) socket.destroy();

@@ -1,5 +1,6 @@
 import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
 import { closeServer, listen, readBody, sendJson } from "./http-util.js";
 import { readBytes } from "./multipart.js";
@@ -7,8 +8,10 @@ import { readBytes } from "./multipart.js";
 /**
  * Slack Web API (`/api/<method>`) and Socket Mode WebSocket on one 127.0.0.1 port, driven by the real
  * @slack/bolt client (`clientOptions.slackApiUrl`). Records every call and every envelope ack, can fail a
- * call once (429 + Retry-After, invalid_blocks, …), rejects unknown tokens with invalid_auth and can drop
- * every connection. `signedEvent()` builds a signed Events API request for the HTTP mode.
+ * call once (429 + Retry-After, invalid_blocks, …), rejects unknown tokens with invalid_auth, can drop
+ * every connection and can stall the socket (`stallReceives`: it stays open, pings go unanswered, a new
+ * connection's upgrade waits — a server that stopped answering). `signedEvent()` builds a signed Events API
+ * request for the HTTP mode.
  */
 
 export interface SlackCall {
@@ -47,6 +50,11 @@ export class FakeSlack {
   appToken = "xapp-test-token";
   dropping = false;
   connections = 0;
+  /** When above 0, the server pings every socket this often, as Slack does (a test of inbound liveness sets it). */
+  pingEveryMs = 0;
+  /** While stalled, pings are not answered or sent and new upgrades wait (see `stallReceives`). */
+  private stalled = false;
+  private held: Array<{ request: IncomingMessage; socket: Duplex; head: Buffer }> = [];
   private sockets = new Set<WebSocket>();
   private failures: ScriptedFailure[] = [];
   private tsCounter = 1_700_000_000_000;
@@ -71,10 +79,15 @@ export class FakeSlack {
         sendJson(response, 500, { ok: false, error: String(error) }),
       );
     });
-    this.socketServer = new WebSocketServer({ noServer: true });
+    // Pongs are answered by hand, so that a stalled server can leave them unanswered.
+    this.socketServer = new WebSocketServer({ noServer: true, autoPong: false });
     this.server.on("upgrade", (request, socket, head) => {
       if (this.dropping) {
         socket.destroy();
+        return;
+      }
+      if (this.stalled) {
+        this.held.push({ request, socket, head });
         return;
       }
       this.socketServer.handleUpgrade(request, socket, head, (ws) => this.onConnection(ws));
@@ -97,6 +110,7 @@ export class FakeSlack {
 
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.terminate();
+    for (const { socket } of this.held.splice(0)) socket.destroy();
     this.socketServer.close();
     await closeServer(this.server);
   }
@@ -104,6 +118,20 @@ export class FakeSlack {
   setDropping(dropping: boolean): void {
     this.dropping = dropping;
     if (dropping) for (const socket of this.sockets) socket.terminate();
+  }
+
+  /** The socket stops answering: no pong, no ping, a new connection's upgrade is not answered. The API still is. */
+  stallReceives(): void {
+    this.stalled = true;
+  }
+
+  /** The socket answers again: upgrades that waited are completed. */
+  resumeReceives(): void {
+    this.stalled = false;
+    for (const { request, socket, head } of this.held.splice(0)) {
+      if (socket.destroyed) continue;
+      this.socketServer.handleUpgrade(request, socket, head, (ws) => this.onConnection(ws));
+    }
   }
 
   get socketConnected(): boolean {
@@ -297,8 +325,18 @@ export class FakeSlack {
   private onConnection(ws: WebSocket): void {
     this.connections++;
     this.sockets.add(ws);
+    ws.on("ping", (data) => {
+      if (!this.stalled) ws.pong(data);
+    });
+    if (this.pingEveryMs > 0) {
+      const pinger = setInterval(() => {
+        if (!this.stalled) ws.ping();
+      }, this.pingEveryMs);
+      ws.on("close", () => clearInterval(pinger));
+    }
     ws.on("close", () => this.sockets.delete(ws));
     ws.on("message", (frame) => {
+      if (this.stalled) return;
       const message = JSON.parse(String(frame)) as { envelope_id?: string };
       if (message.envelope_id) this.acks.push(message.envelope_id);
     });

@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import { z } from "zod";
+import { parseJson } from "../../lib/parse-json.js";
 import { row } from "../../lib/row.js";
 import type { Db } from "../../store/database.js";
 import type { Budgets, Cap, CapName } from "../../usage/budget-periods.js";
@@ -34,9 +35,24 @@ const failedMessageRows = row(
     cause: z.string().nullable(),
     at: z.number(),
     preview: z.string(),
+    failover: z.string().nullable(),
   }),
   "inbox failed",
 );
+const undeliveredRows = row(
+  z.object({
+    outboxId: z.number(),
+    origin: z.string(),
+    channel: z.string(),
+    chatId: z.string(),
+    error: z.string().nullable(),
+    at: z.number(),
+    preview: z.string(),
+    failover: z.string().nullable(),
+  }),
+  "outbox undelivered",
+);
+const failoverData = z.object({ path: z.string().nullable().optional() });
 const inboxDepthRow = row(
   z.object({ waiting: z.number().nullable(), running: z.number().nullable() }),
   "home-data",
@@ -160,22 +176,78 @@ export interface FailedMessage {
   at: number;
   /** The first 120 characters of its text (cut in SQL: a message may be megabytes long). */
   preview: string;
+  /**
+   * What delivery failover did with its refused reply (DESIGN.md → Delivery failover): undefined when it was not
+   * tried, null when no path delivered it, else the path that did.
+   */
+  failedOver?: string | null;
+}
+
+/** A message's newest `failover` trace row (its refused reply sent through `delivery.fallback`), if any. */
+const FAILOVER_ROW_OF_INBOX = `(SELECT data FROM trace_events
+  WHERE kind = 'failover' AND inbox_id = inbox.id ORDER BY id DESC LIMIT 1)`;
+
+/** A `failover` trace row's path: undefined without a row, null when no path delivered. */
+function failoverPath(data: string | null): { failedOver?: string | null } {
+  return data === null ? {} : { failedOver: parseJson(data, failoverData, "failover row").path ?? null };
 }
 
 /** The newest messages whose outcome is `failed` or `undeliverable`, among the last 2,000 received. */
 export function failedMessages(db: Db, limit = 5): FailedMessage[] {
-  return failedMessageRows.all(
+  const rows = failedMessageRows.all(
     db
       .prepare(
         `SELECT id, session_key AS sessionKey, outcome, outcome_cause AS cause,
          COALESCE(finished_at, received_at) AS at,
-         COALESCE(substr(json_extract(payload, '$.text'), 1, 120), '') AS preview
+         COALESCE(substr(json_extract(payload, '$.text'), 1, 120), '') AS preview,
+         ${FAILOVER_ROW_OF_INBOX} AS failover
        FROM (SELECT id FROM inbox ORDER BY id DESC LIMIT ${RECENT_INBOX_ROWS}) AS recent
        JOIN inbox USING (id)
        WHERE outcome IN ('failed', 'undeliverable') ORDER BY id DESC LIMIT ?`,
       )
       .all(limit),
   );
+  return rows.map(({ failover, ...item }) => ({ ...item, ...failoverPath(failover) }));
+}
+
+/**
+ * A job report, trigger delivery or alert (no inbound message behind it) the platform refused: where it was going,
+ * why not, and what delivery failover did with it — `failover` is undefined when it was not tried (no fallback
+ * list), null when no path delivered, else the path that did.
+ */
+export interface UndeliveredItem {
+  outboxId: number;
+  origin: string;
+  target: string;
+  error: string | null;
+  at: number;
+  /** The first 120 characters of its text. */
+  preview: string;
+  failover?: string | null;
+}
+
+/** The newest failed outbox items without an inbound message, among the last 2,000 queued. */
+export function undeliveredItems(db: Db, limit = 5): UndeliveredItem[] {
+  const rows = undeliveredRows.all(
+    db
+      .prepare(
+        `SELECT outbox.id AS outboxId, origin, channel, chat_id AS chatId, last_error AS error, created_at AS at,
+         COALESCE(substr(json_extract(payload, '$.text'), 1, 120), '') AS preview,
+         (SELECT data FROM trace_events WHERE kind = 'failover' AND outbox_id = outbox.id ORDER BY id DESC LIMIT 1)
+           AS failover
+       FROM (SELECT id FROM outbox ORDER BY id DESC LIMIT ${RECENT_INBOX_ROWS}) AS recent
+       JOIN outbox USING (id)
+       WHERE status = 'failed' AND inbox_id IS NULL ORDER BY outbox.id DESC LIMIT ?`,
+      )
+      .all(limit),
+  );
+  return rows.map(({ channel, chatId, failover, ...item }) => ({
+    ...item,
+    target: `${channel}:${chatId}`,
+    ...(failover === null
+      ? {}
+      : { failover: parseJson(failover, failoverData, "failover row").path ?? null }),
+  }));
 }
 
 export interface QueueDepth {

@@ -17,6 +17,8 @@ import {
   queueDepth,
   type SpendToday,
   spendToday,
+  type UndeliveredItem,
+  undeliveredItems,
 } from "./home-data.js";
 import type { ModelChainState } from "./home-model.js";
 import { pendingCard } from "./home-pending.js";
@@ -163,7 +165,15 @@ function cronCard(deps: DashboardDeps, problems: ProblemRun[], times: DashboardT
   </section>`;
 }
 
-function failedCard(items: FailedMessage[], times: DashboardTimes): PageBody {
+/** Where delivery failover sent an item the platform refused (DESIGN.md → Delivery failover). */
+function failoverBadge(path: string | null | undefined): PageBody | string {
+  if (path === undefined) return "";
+  return path
+    ? html`<span class="badge" data-failover-path="${path}">delivered via ${path} (failover)</span>`
+    : html`<span class="badge bad" data-failover-path="">failover found no path</span>`;
+}
+
+function failedCard(items: FailedMessage[], undelivered: UndeliveredItem[], times: DashboardTimes): PageBody {
   return html`<section class="card" aria-labelledby="home-failed">
     <h2 id="home-failed">Failed messages</h2>
     ${
@@ -171,9 +181,22 @@ function failedCard(items: FailedMessage[], times: DashboardTimes): PageBody {
         ? html`<p>No recent message failed or went undelivered.</p>`
         : html`<ul class="list">${items.map(
             (item) => html`<li data-failed-message="${item.id}">
-              <span class="badge bad">${item.outcome}</span> ${times.at(item.at)}
+              <span class="badge bad">${item.outcome}</span> ${failoverBadge(item.failedOver)} ${times.at(item.at)}
               <a href="/ui/trace/${item.id}" aria-label="Trace of message ${item.id}">trace</a><br />
               <small>${item.sessionKey}${item.cause ? ` — ${item.cause}` : ""}</small>
+              <pre>${item.preview}</pre>
+            </li>`,
+          )}</ul>`
+    }
+    ${
+      undelivered.length === 0
+        ? ""
+        : html`<h3>Reports and alerts not delivered</h3>
+          <ul class="list">${undelivered.map(
+            (item) => html`<li data-undelivered-outbox="${item.outboxId}">
+              <span class="badge bad">${item.origin}</span> ${failoverBadge(item.failover)} ${times.at(item.at)}
+              <a href="/ui/trace/outbox/${item.outboxId}" aria-label="Trace of outbox item ${item.outboxId}">trace</a><br />
+              <small>to ${item.target}${item.error ? ` — ${item.error.slice(0, 200)}` : ""}</small>
               <pre>${item.preview}</pre>
             </li>`,
           )}</ul>`
@@ -199,7 +222,7 @@ async function homePart(deps: DashboardDeps, extras: HomeExtras): Promise<HtmlEs
     ${queueCard(queueDepth(deps.store.db), times)}
     ${spendCard(spendToday(deps.store.db, deps.budgets(), deps.timezone, now))}
     ${cronCard(deps, problemRuns(deps.store.db), times)}
-    ${failedCard(failedMessages(deps.store.db), times)}
+    ${failedCard(failedMessages(deps.store.db), undeliveredItems(deps.store.db), times)}
   </div>`;
 }
 
