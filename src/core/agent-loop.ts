@@ -333,7 +333,6 @@ async function replayJournal(
     for (const call of step.message.tool_calls ?? []) {
       toolCalls++;
       const key = callKey(call);
-      seenCalls.set(key, (seenCalls.get(key) ?? 0) + 1);
       let output = results.get(call.id);
       if (output === undefined) {
         if (signal.aborted) break;
@@ -350,6 +349,11 @@ async function replayJournal(
           output = await runCall(deps, input, call);
         }
       }
+      // The loop guard counts what the model asked for and got an answer to. A call cut off by a crash (its outcome
+      // unknown) does not count: asking for it again after checking is the designed answer to the crash, and a
+      // turn cut off by several restarts in a row would otherwise end as a "loop" for doing just that.
+      if (output !== outcomeUnknownText(call.function.name))
+        seenCalls.set(key, (seenCalls.get(key) ?? 0) + 1);
       if (isRefusedOutput(output)) refusedCalls.add(key);
       newMessages.push({ role: "tool", tool_call_id: call.id, content: output });
     }

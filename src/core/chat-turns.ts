@@ -219,7 +219,7 @@ export class ChatTurns {
           inboxIds,
           sessionKey,
           target,
-          outageGiveUp(decision.waitedMs, decision.attempts, end.reply),
+          outageGiveUp(decision.waitedMs, decision.attempts, end.reply, this.doneSteps(inboxIds)),
           end.newMessages,
           undefined,
           { outcome: "failed", cause: `${end.errorCode} (waited ${duration(decision.waitedMs)})` },
@@ -253,6 +253,8 @@ export class ChatTurns {
         const { store, clock } = this.options;
         store.db.transaction(() => {
           store.inbox.setStatus(inboxIds, "done", clock.now());
+          // A parked turn whose tools already ran keeps its journal while it waits: dropped, it goes too.
+          for (const id of inboxIds) store.journal.clear(chatTurnJournalId(id));
           settleOutcome(store, this.events, inboxIds, "interrupted", "stopped");
         })();
         this.outages.settled(sessionKey, false);
@@ -367,14 +369,9 @@ export class ChatTurns {
         store.inbox.setStatus(inboxIds, "pending", clock.now());
         return { kind: "settled", answered: false };
       }
-      // Every model unreachable before anything ran: the turn waits the outage out instead of failing. (A turn
-      // whose tools already ran is not run again from the start: that would repeat their side effects.)
-      if (
-        outcome.status === "error" &&
-        outcome.toolCalls === 0 &&
-        this.outages.enabled &&
-        isOutageCode(outcome.errorCode)
-      ) {
+      // Every model unreachable: the turn waits the outage out instead of failing. The tool calls it already ran
+      // are in its step journal, which stays: the next try resumes after them and never runs them again.
+      if (outcome.status === "error" && this.outages.enabled && isOutageCode(outcome.errorCode)) {
         return {
           kind: "outage",
           errorCode: outcome.errorCode ?? "llm.unavailable",
@@ -414,6 +411,12 @@ export class ChatTurns {
       progress.stop();
       stopTyping();
     }
+  }
+
+  /** What a parked turn's step journals say it already did (its tool calls), for the give-up notice. */
+  private doneSteps(inboxIds: number[]): string[] {
+    const { journal } = this.options.store;
+    return describeDoneSteps(inboxIds.flatMap((id) => journal.steps(chatTurnJournalId(id))));
   }
 
   /** Tells the hooks of an answered turn, in the background: the text reply never waits for them. */

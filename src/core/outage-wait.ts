@@ -38,7 +38,9 @@ const MAX_DELAY_MS = 30_000;
  * (connection, timeout, 429, 5xx) is parked instead of failed: its messages go back to `pending` (a restart runs
  * them again), the chat gets one notice, and the turn is retried with back-off until `agent.retryOutageForSecs`.
  * The session's lane stays busy while it waits, so later messages of the chat queue behind it, in order. An
- * answer in any chat ends the wait of every parked one: the model is back.
+ * answer in any chat ends the wait of every parked one: the model is back. A turn whose tools already ran keeps its
+ * step journal while parked (in the database, so a restart keeps it too): each try resumes after the journaled
+ * calls, as after a crash (DESIGN.md → Durable turns), and never runs them again.
  */
 export class OutageWaits {
   /** Sessions waiting now → wakes the wait early. */
@@ -177,9 +179,18 @@ export function outageNotice(errorCode: string, limitSecs: number): string {
   return `The model is unreachable — I'll answer when it's back (${reasonOf(errorCode)}; I keep trying for up to ${duration(limitSecs * 1000)}, /stop drops the message).`;
 }
 
-/** The second notice: the turn waited past the limit and ends failed. */
-export function outageGiveUp(waitedMs: number, attempts: number, failure: string): string {
-  return `The model is still unreachable after ${duration(waitedMs)} and ${attempts} tries (agent.retryOutageForSecs), so I gave up on your message. Please send it again later.\n${failure}`;
+/**
+ * The second notice: the turn waited past the limit and ends failed. `done` names the tool calls the turn had already
+ * run before the model went away (describeDoneSteps), so the user knows what not to ask for twice.
+ */
+export function outageGiveUp(
+  waitedMs: number,
+  attempts: number,
+  failure: string,
+  done: readonly string[] = [],
+): string {
+  const already = done.length > 0 ? `\nAlready done before the model went away: ${done.join("; ")}.` : "";
+  return `The model is still unreachable after ${duration(waitedMs)} and ${attempts} tries (agent.retryOutageForSecs), so I gave up on your message. Please send it again later.${already}\n${failure}`;
 }
 
 export function duration(ms: number): string {

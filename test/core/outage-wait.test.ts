@@ -182,27 +182,125 @@ describe("waiting out an LLM outage", () => {
     expect(channel!.texts()[0]).toMatch(/^All configured models failed/);
   });
 
-  it("a turn whose tool already ran is not run again from the start (its side effect would repeat)", async () => {
-    let runs = 0;
-    const sideEffect = defineTool({
-      name: "append_line",
-      description: "appends a line",
-      inputSchema: z.object({}),
-      risk: "low",
-      execute: () => {
-        runs++;
-        return "appended";
-      },
+  describe("a turn whose side-effecting tool already ran (parked with its step journal)", () => {
+    /** A side-effecting tool that counts its runs (the file soak's `file_append`, in-process). */
+    function appendTool() {
+      const runs = { count: 0 };
+      const tool = defineTool({
+        name: "append_line",
+        description: "appends a line",
+        inputSchema: z.object({}),
+        risk: "low",
+        execute: () => {
+          runs.count++;
+          return "appended";
+        },
+      });
+      return { runs, tool };
+    }
+    const journalRows = (app: TestApp["app"]) =>
+      app.store.db.prepare("SELECT count(*) FROM turn_steps").pluck().get() as number;
+
+    it("waits the outage out and resumes after the call: it never runs again; one notice, one answer", async () => {
+      const { runs, tool } = appendTool();
+      harness = await startTestApp({
+        config: { ...WAITING, agents: { main: { toolSet: ["append_line"] } } },
+        extraTools: [tool],
+      });
+      const { llm, channel, app } = harness;
+      llm!.script(
+        reply.toolCalls([{ id: "call-1", name: "append_line", arguments: {} }]),
+        reply.error(503),
+        reply.error(502),
+        // The retry resumes from the journal: the model sees the call and its result, as before the outage.
+        reply.text("Appended it.", (body) => {
+          const tool = body.messages.filter((message) => message.role === "tool");
+          expect(tool).toEqual([expect.objectContaining({ tool_call_id: "call-1", content: "appended" })]);
+        }),
+      );
+      const id = inboxIdOf(await channel!.receive("append"));
+      await channel!.waitForSent(2, 15_000);
+      expect(channel!.texts()).toEqual([expect.stringMatching(NOTICE), "Appended it."]);
+      expect(runs.count).toBe(1);
+      llm!.assertDone();
+      const item = app.store.inbox.get(id)!;
+      expect(item.outcome).toBe("answered");
+      expect(item.outcomeCause).toMatch(/^after waiting \d+ s for the model \(2 failed tries\)$/);
+      // The journal went with the reply; the history holds the tool round once.
+      expect(journalRows(app)).toBe(0);
+      const history = app.store.history.newest("test:chat-1", 10_000).messages.map((entry) => entry.message);
+      expect(history.filter((message) => message.role === "tool")).toHaveLength(1);
+      await app.outbox.flush(1_000);
+      expect(channel!.sent).toHaveLength(2);
+    }, 20_000);
+
+    it("past agent.retryOutageForSecs it fails; the second notice names the call already done", async () => {
+      const { runs, tool } = appendTool();
+      harness = await startTestApp({
+        config: { agent: { retryOutageForSecs: 3 }, agents: { main: { toolSet: ["append_line"] } } },
+        extraTools: [tool],
+      });
+      const { llm, channel, app } = harness;
+      llm!.script(
+        reply.toolCalls([{ name: "append_line", arguments: {} }]),
+        reply.error(503),
+        reply.error(503),
+        reply.error(503),
+      );
+      const id = inboxIdOf(await channel!.receive("append"));
+      await until(() => app.store.inbox.get(id)?.outcome === "failed");
+      await channel!.waitForSent(2);
+      const [notice, failed] = channel!.texts();
+      expect(notice).toMatch(NOTICE);
+      expect(failed).toMatch(/^The model is still unreachable after \d+ s and 3 tries/);
+      expect(failed).toContain("Already done before the model went away: append_line (done).");
+      expect(app.store.inbox.get(id)!.outcomeCause).toMatch(/^llm\.server_error \(waited \d+ s\)$/);
+      expect(runs.count).toBe(1);
+      expect(journalRows(app)).toBe(0);
+      llm!.assertDone();
+    }, 15_000);
+
+    it("/stop drops it, and its journal with it", async () => {
+      const { runs, tool } = appendTool();
+      harness = await startTestApp({
+        config: { ...WAITING, agents: { main: { toolSet: ["append_line"] } } },
+        extraTools: [tool],
+      });
+      const { llm, channel, app } = harness;
+      llm!.script(reply.toolCalls([{ name: "append_line", arguments: {} }]), reply.error(503));
+      const id = inboxIdOf(await channel!.receive("append"));
+      await until(() => app.router.chats.isParked("test:chat-1"));
+      expect(journalRows(app)).toBeGreaterThan(0);
+      await channel!.receive("/stop");
+      await until(() => app.store.inbox.get(id)?.outcome === "interrupted");
+      expect(journalRows(app)).toBe(0);
+      expect(runs.count).toBe(1);
+      llm!.assertDone();
     });
-    harness = await startTestApp({
-      config: { ...WAITING, agents: { main: { toolSet: ["append_line"] } } },
-      extraTools: [sideEffect],
-    });
-    const { llm, channel, app } = harness;
-    llm!.script(reply.toolCalls([{ name: "append_line", arguments: {} }]), reply.error(503));
-    const id = inboxIdOf(await channel!.receive("append"));
-    await until(() => app.store.inbox.get(id)?.outcome === "failed");
-    expect(runs).toBe(1);
-    expect(channel!.texts()).toEqual([expect.stringMatching(/internal error \(HTTP 503\)/)]);
+
+    it("a restart while parked keeps the journal: the retry resumes after the call, no second notice", async () => {
+      const { runs, tool } = appendTool();
+      const config = { ...WAITING, agents: { main: { toolSet: ["append_line"] } } };
+      harness = await startTestApp({ config, extraTools: [tool] });
+      const { llm, channel, app } = harness;
+      llm!.script(reply.toolCalls([{ id: "call-1", name: "append_line", arguments: {} }]), reply.error(503));
+      const id = inboxIdOf(await channel!.receive("append"));
+      await until(() => app.router.chats.isParked("test:chat-1"));
+      await channel!.waitForSent(1);
+      const { dataDir } = harness;
+      await harness.stop({ keepData: true, keepLlm: true });
+      harness = await startTestApp({ llm: llm!, dataDir, config, extraTools: [tool] });
+      llm!.script(
+        reply.text("Appended it.", (body) =>
+          expect(body.messages.filter((message) => message.role === "tool")).toHaveLength(1),
+        ),
+      );
+      await harness.channel!.waitForSent(1, 15_000);
+      expect(harness.channel!.texts()).toEqual(["Appended it."]);
+      expect(runs.count).toBe(1);
+      expect(harness.app.store.inbox.get(id)!.outcome).toBe("answered");
+      expect(journalRows(harness.app)).toBe(0);
+      llm!.assertDone();
+    }, 20_000);
   });
 });

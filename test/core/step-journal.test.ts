@@ -3,6 +3,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { securityFeature } from "../../src/app/security-feature.js";
 import { traceFeature } from "../../src/app/trace-feature.js";
+import { outcomeUnknownText } from "../../src/core/agent-loop.js";
 import { Store } from "../../src/store/index.js";
 import type { JournalStep } from "../../src/store/step-journal.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
@@ -182,6 +183,56 @@ describe("step journal: a cut-off turn resumes", () => {
     expect(app.channel!.texts()).toHaveLength(1);
     expect(app.channel!.texts()[0]).not.toContain("interrupted");
     expect(readFileSync(path.join(workspace, "lines.txt"), "utf8")).toBe("A\n");
+    llm!.assertDone();
+  });
+
+  it("cut off during the same append twice (restarts in a row): asking for it a third time is no loop", async () => {
+    // The crash soak under load: each restart resumed the turn just as the next kill came. The model did what it is
+    // told to — check, then append again — and the loop guard took the two cut-off appends as the model repeating.
+    const { dataDir, workspace } = await crashedDuringTurn({
+      steps: [
+        llmStep(appendCall("c1", "A")),
+        { kind: "call", callId: "c1" },
+        { kind: "result", callId: "c1", output: outcomeUnknownText("file_append") },
+        llmStep(readCall("r1", "lines.txt")),
+        { kind: "call", callId: "r1" },
+        { kind: "result", callId: "r1", output: '{"ok":false,"error":{"code":"file.not_found"}}' },
+        llmStep(appendCall("c2", "A")),
+        { kind: "call", callId: "c2" },
+      ],
+    });
+    llm!.script(
+      reply.toolCalls([{ id: "c3", name: "file_append", arguments: { path: "lines.txt", content: "A\n" } }]),
+      reply.text("noted A"),
+    );
+    const app = await restart(dataDir);
+    await app.channel!.waitForSent(1);
+    await app.app.router.queues.idle();
+    expect(app.channel!.texts()).toEqual(["noted A"]);
+    expect(readFileSync(path.join(workspace, "lines.txt"), "utf8")).toBe("A\n");
+    expect(app.app.store.inbox.get(1)!.outcome).toBe("answered");
+    llm!.assertDone();
+  });
+
+  it("the loop guard still counts calls that were answered: a third identical append after two done ones stops", async () => {
+    const { dataDir } = await crashedDuringTurn({
+      steps: [
+        llmStep(appendCall("c1", "A")),
+        { kind: "call", callId: "c1" },
+        { kind: "result", callId: "c1", output: "Appended 2 bytes to lines.txt." },
+        llmStep(appendCall("c2", "A")),
+        { kind: "call", callId: "c2" },
+        { kind: "result", callId: "c2", output: "Appended 2 bytes to lines.txt." },
+      ],
+      files: { "lines.txt": "A\nA\n" },
+    });
+    llm!.script(
+      reply.toolCalls([{ id: "c3", name: "file_append", arguments: { path: "lines.txt", content: "A\n" } }]),
+    );
+    const app = await restart(dataDir);
+    const [stopped] = await app.channel!.waitForSent(1);
+    expect(stopped!.message.text).toMatch(/came 3 times in this turn/);
+    expect(app.app.store.inbox.get(1)).toMatchObject({ outcome: "failed", outcomeCause: "turn.loop" });
     llm!.assertDone();
   });
 

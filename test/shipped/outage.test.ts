@@ -1,9 +1,11 @@
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { EchoLlm } from "../soak/echo-llm.js";
+import { LINES_FILE, ToolLlm } from "../soak/tool-llm.js";
 import { ShippedBot } from "./shipped-bot.js";
 
 /**
@@ -37,11 +39,12 @@ async function until(check: () => boolean, what: () => string, timeoutMs = 15_00
   }
 }
 
-async function start(llmPort: number, agent: object) {
+async function start(llmPort: number, agent: object, more: Record<string, unknown> = {}) {
   const telegram = await new FakeTelegram().start();
   cleanup.push(() => telegram.close());
   const bot = await ShippedBot.start({
     config: {
+      ...more,
       llm: { baseUrl: `http://127.0.0.1:${llmPort}/v1`, apiKey: "sk-x", model: "echo", maxRetries: 0 },
       agent: { streaming: false, progressNoticeSecs: 0, ...agent },
       channels: {
@@ -170,4 +173,125 @@ describe("waiting out an LLM outage (shipped build)", () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(texts()).toHaveLength(2);
   }, 40_000);
+});
+
+/**
+ * The model goes down right after it asked for a side-effecting call (`file_append` of a line): the turn waits the
+ * outage out with its step journal and resumes after the call — the line is written once, whatever happens while
+ * it waits (issue 35 → Waiting out an outage, Durable turns).
+ */
+describe("waiting out an LLM outage after a tool call ran (shipped build)", () => {
+  async function startWithTools(agent: object) {
+    const llm = await new ToolLlm({
+      delayMs: [1, 5],
+      faultRate: 0,
+      random: Math.random,
+      downAfterToolCall: true,
+    }).start();
+    cleanup.push(() => llm.close());
+    const port = Number(new URL(llm.url).port);
+    const started = await start(port, agent, {
+      agents: { main: { toolSet: ["file_append", "file_grep"] } },
+    });
+    const lines = () => {
+      const file = path.join(started.bot.workspace, LINES_FILE);
+      return existsSync(file) ? readFileSync(file, "utf8") : "";
+    };
+    return { ...started, llm, lines };
+  }
+
+  it("the appended line stays one line: one notice, then one answer once the model is back; the wait traced", async () => {
+    const { bot, say, texts, llm, lines } = await startWithTools({ retryOutageForSecs: 120 });
+    say("q1x note this down");
+    await until(
+      () => bot.logsOf("turn-parked").length >= 2,
+      () => bot.logText(),
+    );
+    expect(llm.isDown).toBe(true);
+    expect(lines()).toBe("q1x\n");
+    expect(texts()).toEqual([expect.stringMatching(NOTICE)]);
+    await llm.up();
+    await until(
+      () => texts().length >= 2,
+      () => `${JSON.stringify(texts())}\n${bot.logText()}`,
+    );
+    expect(texts()).toEqual([expect.stringMatching(NOTICE), "ack q1x"]);
+    expect(lines()).toBe("q1x\n");
+    // Resumed from the journal: the append was replayed, not run again.
+    expect(bot.logsOf("turn-resumed").at(-1)).toMatchObject({
+      steps: 1,
+      toolCalls: 1,
+      rerun: 0,
+      outcomeUnknown: 0,
+    });
+    await until(
+      () => inbox(bot)[0]?.outcome === "answered",
+      () => JSON.stringify(inbox(bot)),
+    );
+    expect(inbox(bot)[0]!.outcome_cause).toMatch(
+      /^after waiting \d+ s for the model \(\d+ failed tr(y|ies)\)$/,
+    );
+    const trace = await bot.cli(["trace", "last"]);
+    expect(trace.code, trace.stderr).toBe(0);
+    expect(trace.stdout).toMatch(/error \(llm\.unreachable\)/);
+    expect(trace.stdout).toMatch(/outcome: answered — after waiting \d+ s for the model/);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(texts()).toHaveLength(2);
+    expect(lines()).toBe("q1x\n");
+  }, 40_000);
+
+  it("past agent.retryOutageForSecs: failed, and the second notice names the append already done", async () => {
+    const { bot, say, texts, lines } = await startWithTools({ retryOutageForSecs: 4 });
+    say("q2x note this down");
+    await until(
+      () => texts().length >= 2,
+      () => `${JSON.stringify(texts())}\n${bot.logText()}`,
+    );
+    expect(texts()[0]).toMatch(NOTICE);
+    expect(texts()[1]).toMatch(/^The model is still unreachable after [45] s and \d+ tries/);
+    expect(texts()[1]).toContain("Already done before the model went away: file_append (done).");
+    await until(
+      () => inbox(bot)[0]?.outcome === "failed",
+      () => JSON.stringify(inbox(bot)),
+    );
+    expect(inbox(bot)[0]!.outcome_cause).toMatch(/^llm\.unreachable \(waited [45] s\)$/);
+    expect(lines()).toBe("q2x\n");
+  }, 30_000);
+
+  it("SIGKILLed while parked: the restart resumes after the append (still one line), no second notice", async () => {
+    const { bot, say, texts, llm, lines } = await startWithTools({ retryOutageForSecs: 120 });
+    say("q3x note this down");
+    await until(
+      () => bot.logsOf("turn-parked").length >= 1,
+      () => bot.logText(),
+    );
+    await until(
+      () => texts().length >= 1,
+      () => JSON.stringify(texts()),
+    );
+    await bot.kill();
+    expect(inbox(bot)[0]).toMatchObject({ outcome: null });
+    const parkedBefore = bot.logsOf("turn-parked").length;
+    await bot.relaunch();
+    // The restarted process tries again while the model is still down: parked again, without a second notice.
+    await until(
+      () => bot.logsOf("turn-parked").length > parkedBefore,
+      () => bot.logText(),
+    );
+    expect(bot.logsOf("turn-parked").at(-1)).toMatchObject({ noticed: false });
+    await llm.up();
+    await until(
+      () => texts().length >= 2,
+      () => `${JSON.stringify(texts())}\n${bot.logText()}`,
+    );
+    expect(texts()).toEqual([expect.stringMatching(NOTICE), "ack q3x"]);
+    expect(lines()).toBe("q3x\n");
+    expect(bot.logsOf("turn-resumed").at(-1)).toMatchObject({ rerun: 0, outcomeUnknown: 0 });
+    await until(
+      () => inbox(bot)[0]?.outcome === "answered",
+      () => JSON.stringify(inbox(bot)),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(texts()).toHaveLength(2);
+  }, 45_000);
 });

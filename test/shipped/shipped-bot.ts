@@ -179,6 +179,15 @@ export class ShippedBot {
     return code;
   }
 
+  /** SIGKILL: no shutdown, no flush — a crash as far as the database is concerned; `relaunch()` starts it again. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    this.child = null;
+    if (!child) return;
+    child.kill("SIGKILL");
+    await this.exited;
+  }
+
   /** Stops the bot and removes its directory. */
   async dispose(): Promise<void> {
     await this.stop();

@@ -12,6 +12,11 @@ export interface ToolLlmOptions {
   /** Share of requests answered with a retryable failure first (500, 429 with retry-after, dropped connection). */
   faultRate: number;
   random: () => number;
+  /**
+   * An LLM outage right after a tool call (issue 35 → Waiting out an outage): once an answer asking for tool calls
+   * is sent, the server goes down — it refuses connections until `up()`.
+   */
+  downAfterToolCall?: boolean;
 }
 
 interface WireMessage {
@@ -58,6 +63,22 @@ export class ToolLlm {
     await new Promise((resolve) => this.server.close(resolve));
   }
 
+  /** Whether the server refuses connections now (see `downAfterToolCall`). */
+  get isDown(): boolean {
+    return !this.server.listening;
+  }
+
+  /** Refuses connections from now on: stops listening and drops the open ones (keep-alive sockets too). */
+  down(): void {
+    this.server.close();
+    this.server.closeAllConnections();
+  }
+
+  /** Listens again on the same port: the model is back. */
+  async up(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(this.port, "127.0.0.1", resolve));
+  }
+
   private async handle(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
     const raw = await readBody(request);
     if (!request.url?.endsWith("/chat/completions"))
@@ -87,6 +108,7 @@ export class ToolLlm {
     const message = this.decide(body.messages);
     await new Promise((resolve) => setTimeout(resolve, delayMs[0] + random() * (delayMs[1] - delayMs[0])));
     if (response.destroyed) return;
+    if (this.options.downAfterToolCall && message.tool_calls) response.once("finish", () => this.down());
     sendJson(response, 200, {
       id: `tool-${this.requests}`,
       object: "chat.completion",
