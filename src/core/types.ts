@@ -48,6 +48,8 @@ export interface InboundMessage {
     label?: string;
     /** The budgets of the turn that caused the note (a spawn's): its follow-up turn spends from them. */
     budget?: { sessionKey: string; turnId: string };
+    /** A spawn's result: whether the work read untrusted content (absent: unknown, counted as untrusted). */
+    untrusted?: boolean;
   };
 }
 
