@@ -348,6 +348,7 @@ export class ChatTurns {
         items.map((item) => item.message),
         (channel, userId) => authority.roleOf(channel, userId),
         historyTaint(store.kv, sessionKey),
+        adapter?.capabilities.messageNoun,
       );
       const outcome = await engine.run({
         origin,

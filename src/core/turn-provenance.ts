@@ -132,6 +132,8 @@ export function chatSeed(
   messages: readonly SeedMessage[],
   roleOf: (channel: string, userId: string) => "owner" | "guest",
   earlier: readonly UntrustedSource[],
+  /** The channel's `capabilities.messageNoun` (e-mail's "mail"), read from its adapter, never its name. */
+  messageNoun?: "mail",
 ): ProvenanceSeed {
   const sources: UntrustedSource[] = earlier.map((source) => ({
     kind: "history",
@@ -152,10 +154,11 @@ export function chatSeed(
       continue;
     }
     if (roleOf(message.channel, message.userId) !== "owner") {
-      sources.push({
-        kind: message.channel === "email" ? "mail" : "guest",
-        label: message.channel === "email" ? `mail from ${who}` : `message from guest ${who}`,
-      });
+      sources.push(
+        messageNoun === "mail"
+          ? { kind: "mail", label: `mail from ${who}` }
+          : { kind: "guest", label: `message from guest ${who}` },
+      );
       continue;
     }
     const split = ownWordsOf(message.text);

@@ -1,10 +1,13 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parsePatch } from "diff";
+import { z } from "zod";
 import type { MagpieConfig } from "../config/schema.js";
 import type { TurnProvenance, UntrustedSource } from "../core/turn-provenance.js";
 import { errorMessage } from "../lib/errors.js";
+import { safeParseJson } from "../lib/parse-json.js";
 import { revealInvisible } from "../lib/reveal-invisible.js";
+import { judgePath, strictest } from "./file-guard.js";
 import { type PathScope, resolveToolPath, scopeOf } from "./path-resolver.js";
 import { isWithin } from "./paths.js";
 import type { ProvenanceStore } from "./provenance-store.js";
@@ -39,6 +42,12 @@ export interface PolicyContext {
   target: { channel: string; chatId: string };
   /** Tools the calling turn may use (what a delegated or spawned turn could get at most). */
   allowedTools: readonly string[];
+  /** Who the turn acts for: a guest's memory call is the memory tool's own refusal, not this rule's. */
+  role: "owner" | "guest";
+  /** An owner is here to approve (an interactive owner's turn): the file guard's Warn asks them itself. */
+  ownerHere: boolean;
+  /** The SSRF guard refuses this URL without a lookup: its refusal, with its own code, comes first. */
+  ssrfRefuses?: (url: string) => boolean;
   homeDir?: string | undefined;
   /** Only under the test harness (see `testHooks`): hosts that count as unnamed although allowHosts lists them. */
   unvouchedHosts?: readonly string[] | undefined;
@@ -78,6 +87,36 @@ const READ_ONLY_TOOLS = new Set([
   "ask_question",
   "invoke_skill",
 ]);
+/**
+ * The page each turn's browser is on (the `url` every browser result reports, so a click that navigated counts):
+ * `type` is judged by its host. Keyed by the turn's provenance, so it lives exactly as long as the turn; a page
+ * an earlier turn left open is unknown here (and `type` on it asks).
+ */
+const PAGE_OF = new WeakMap<TurnProvenance, string>();
+const pageSchema = z.object({ url: z.string() });
+
+/**
+ * After a browser call: remembers the page its result says the browser is on (`url` of a JSON result, or the
+ * `URL:` line heading a `read`); a result that names none keeps the last; a failed call forgets it.
+ */
+export function notePage(tool: ToolFacts, output: string, provenance: TurnProvenance, failed: boolean): void {
+  if (tool.name !== "browser") return;
+  if (failed) {
+    PAGE_OF.delete(provenance);
+    return;
+  }
+  const page = safeParseJson(output, pageSchema);
+  // The `read` header is the first lines: `# title` then `URL: …` (src/tools/browser.ts).
+  const line = page.success
+    ? undefined
+    : output
+        .slice(0, 4_096)
+        .split("\n", 3)
+        .find((text) => text.startsWith("URL: "));
+  const url = page.success ? page.data.url : line?.slice(5).trim();
+  if (url) PAGE_OF.set(provenance, url);
+}
+
 /** Subagents get at most these (src/tools/tool-sets.ts SUBAGENT_SET; kept here to stay below the tools layer). */
 const SUBAGENT_TOOLS = ["shell", "file_read", "file_write", "file_edit", "git_operations", "http_request"];
 const GIT_READS = new Set(["status", "diff", "log"]);
@@ -90,18 +129,12 @@ const SCHEDULING = new Set([
   "trigger_add",
   "trigger_remove",
 ]);
-/** Tools that talk to the outside or to devices (the owner's phone, a broker, a pin, a connected app). */
-const COMMUNICATING = new Set([
-  "notify",
-  "pushover",
-  "mqtt_publish",
-  "composio",
-  "gpio",
-  "serial",
-  "i2c",
-  "spi",
-  "browser_open",
-]);
+/**
+ * Tools that talk to the outside or to devices (a broker, a pin, a connected app, a browser on the owner's screen).
+ * `notify` and `pushover` are not here: they reach only the owner's own phone (set in the config, not by the
+ * model) — answering the owner, as in the turn's own chat; what they send passes the output filter.
+ */
+const COMMUNICATING = new Set(["mqtt_publish", "gpio", "serial", "i2c", "spi", "browser_open"]);
 const FILE_WRITES = new Set(["file_write", "file_edit", "file_append"]);
 
 type Input = Record<string, unknown>;
@@ -125,6 +158,7 @@ export async function sinkOf(tool: ToolFacts, input: Input, context: PolicyConte
     case "http_request":
     case "web_fetch": {
       const url = str(input.url) ?? "";
+      if (context.ssrfRefuses?.(url)) return null;
       const method = name === "http_request" ? (str(input.method) ?? "GET") : "GET";
       if (method !== "GET") return { rule: "untrusted.non_get", action: `${method} ${url}` };
       return hostIsNamed(url, context) ? null : { rule: "untrusted.unnamed_host", action: `GET ${url}` };
@@ -133,13 +167,19 @@ export async function sinkOf(tool: ToolFacts, input: Input, context: PolicyConte
       const action = str(input.action);
       if (action === "open") {
         const url = str(input.url) ?? "";
+        if (context.ssrfRefuses?.(url)) return null;
         return hostIsNamed(url, context)
           ? null
           : { rule: "untrusted.unnamed_host", action: `browser open ${url}` };
       }
-      // Typing into a page sends text to its site (a form, a chat): that communicates.
-      if (action === "type")
-        return { rule: "untrusted.browser_input", action: `browser type into ${str(input.selector) ?? "?"}` };
+      // Typing into a page sends text to its site (a form, a chat): free only on a page this turn opened on a
+      // host the owner or allowHosts names, as opening it was.
+      if (action === "type") {
+        const page = PAGE_OF.get(context.provenance);
+        return page && hostIsNamed(page, context)
+          ? null
+          : { rule: "untrusted.browser_input", action: `browser type into ${str(input.selector) ?? "?"}` };
+      }
       return null;
     }
     case "shell":
@@ -153,7 +193,14 @@ export async function sinkOf(tool: ToolFacts, input: Input, context: PolicyConte
     }
     case "memory_store":
     case "memory_forget":
+      // A guest's turn can't touch the owners' memory at all: the memory tool refuses it with its own code.
+      if (context.role !== "owner") return null;
       return { rule: "untrusted.memory", action: `${name} ${str(input.key) ?? ""}`.trim() };
+    case "composio":
+      // Listing the apps or an app's tools reads; execute and connect act on the owner's accounts.
+      return str(input.action) === "list"
+        ? null
+        : { rule: "untrusted.communicate", action: `composio ${JSON.stringify(input).slice(0, 400)}` };
     case "delegate":
     case "spawn": {
       const reach =
@@ -191,13 +238,19 @@ async function writeSink(
   kind: "write" | "delete",
 ): Promise<Sink | null> {
   const scope = scopeOf(context.config, context.homeDir);
-  let real: string;
-  let exists: boolean;
+  let resolved: Awaited<ReturnType<typeof resolveToolPath>>;
   try {
-    ({ real, exists } = await resolveToolPath(requested, scope));
+    resolved = await resolveToolPath(requested, scope);
   } catch {
     return null; // The tool refuses the path itself.
   }
+  // The file guard's refusal comes first for the paths it guards (DESIGN → "One guard per resource"): a path it
+  // denies, or one it would ask about with no owner here, is refused by the tool with the guard's own code.
+  const worst = strictest(judgePath(resolved, "write", context.config.security.level, scope));
+  const guardAsks = context.config.security.approvals.require.includes("guard:warn");
+  if (worst?.verdict === "deny" || (worst?.verdict === "warn" && guardAsks && !context.ownerHere))
+    return null;
+  const { real, exists } = resolved;
   const workspace = realOrSelf(scope.workspace);
   if (!isWithin(real, workspace))
     return { rule: "untrusted.write_outside", action: `${tool} ${real} (outside the workspace)` };
@@ -302,6 +355,8 @@ export interface CallFacts {
   input: Input;
   /** The text the model gets back. */
   output: string;
+  /** The call failed (a tool error, not a guard's refusal: a refused call read nothing and counts as none). */
+  failed?: boolean;
   agent: string;
   config: MagpieConfig;
   homeDir?: string | undefined;
@@ -324,14 +379,14 @@ export async function sourcesOf(call: CallFacts): Promise<UntrustedSource[]> {
       ];
     case "composio":
       return [{ kind: "web", label: "a Composio app's answer" }];
-    case "shell":
-      // A command reads what it likes (a downloaded file, a URL): its output is not the owner's words.
-      return [{ kind: "file", label: sourceLabel(`output of shell: ${str(input.command) ?? ""}`) }];
+    // Not `shell`: its output in an owner's untainted turn is the owner's own command's (DESIGN lists the sources;
+    // a shell is already a sink once the turn is tainted, so what a tainted turn's command reads can't act).
     case "cron_runs":
       return [{ kind: "file", label: "output of earlier job runs" }];
     case "file_read":
     case "file_grep":
-      return fileSources(str(input.path) ?? ".", call);
+      // A failed read's error is Magpie's own text (not found, too big): nothing of the file entered the turn.
+      return call.failed ? [] : fileSources(str(input.path) ?? ".", call);
     case "memory_recall":
       return memorySources(call);
     default:

@@ -10,6 +10,7 @@ import { GuardRefusal } from "../security/guard-refusal.js";
 import { ProvenanceStore } from "../security/provenance-store.js";
 import {
   existingTargets,
+  notePage,
   recordWrites,
   type Sink,
   sinkOf,
@@ -23,6 +24,7 @@ import { describeZodError, zodToJsonSchema } from "./json-schema.js";
 import { cleanToolSchema, resolveSchemaDialect, type SchemaDialect } from "./schema-dialect.js";
 import type { SpillStore } from "./spill.js";
 import { ALWAYS_AVAILABLE, DEFAULT_SET, NEVER_FOR_SUBAGENTS, SUBAGENT_SET } from "./tool-sets.js";
+import { safeHttpOf } from "./web/safe-http-of.js";
 
 /** Broken tool arguments longer than this are refused instead of repaired (see parseArguments). */
 const MAX_REPAIR_CHARS = 10_000;
@@ -241,6 +243,9 @@ export class ToolRegistry implements ToolRuntime {
     const provenance = callContext.turnApprovals?.provenance;
     const hooks = testHooks(this.options.services.untrustedTest);
     const rules = provenance && !hooks.rulesOff ? provenance : null;
+    // Set once the owner approved this exact call after untrusted content: the call's own approvals (the file
+    // guard's Warn, a tool's risk:high) don't ask a second time for what the owner just saw.
+    let ownerSawIt = false;
     const context: ToolContext = {
       ...callContext,
       // What leaves a tainted turn passes the output filter (src/tools/outbound-check.ts): read at each send.
@@ -251,8 +256,10 @@ export class ToolRegistry implements ToolRuntime {
       scratch: this.scratch,
       allowedTools,
       warn: (message) => warnings.push(message),
-      requireApproval: (action, reason, options) =>
-        this.requireApproval(tool, action, reason, callContext, audit, options?.classes),
+      requireApproval: async (action, reason, options) =>
+        ownerSawIt
+          ? "approved"
+          : await this.requireApproval(tool, action, reason, callContext, audit, options?.classes),
       ask: (question) => this.ask(question, callContext),
     };
     const exact = `${name} ${this.options.services.redactor.redact(JSON.stringify(parsed.data))}`;
@@ -262,13 +269,15 @@ export class ToolRegistry implements ToolRuntime {
       typeof parsed.data === "object" && parsed.data !== null
         ? Object.fromEntries(Object.entries(parsed.data))
         : {};
-    let ownerSawIt = false;
     if (rules?.tainted) {
       const sink = await sinkOf(tool, input, {
         config: this.options.config,
         provenance: rules,
         target: callContext.target,
         allowedTools,
+        role: callContext.sender.role,
+        ownerHere: callContext.canAsk && callContext.approver !== undefined,
+        ssrfRefuses: (url) => safeHttpOf(context).refusesWithoutLookup(url),
         homeDir: this.options.services.homeDir,
         unvouchedHosts: hooks.unvouchedHosts,
       });
@@ -283,11 +292,17 @@ export class ToolRegistry implements ToolRuntime {
     if (!rules) return await tool.execute(parsed.data, context);
     const existed = await existingTargets(tool, input, this.options.config, this.options.services.homeDir);
     let output: ToolOutput | undefined;
+    let failure: unknown;
     try {
       output = await tool.execute(parsed.data, context);
       return output;
+    } catch (error) {
+      failure = error;
+      throw error;
     } finally {
-      await this.afterCall(tool, input, output, callContext, rules, existed);
+      // A guard's refusal did nothing and read nothing: it adds no source and records no write.
+      if (!(failure instanceof GuardRefusal))
+        await this.afterCall(tool, input, output, callContext, rules, existed, failure !== undefined);
     }
   }
 
@@ -301,7 +316,7 @@ export class ToolRegistry implements ToolRuntime {
   /**
    * After a call of a turn under the rule of two: what its result brought into the turn (a page, a file Magpie
    * didn't write in an owner's turn, a memory stored by a tainted turn), and the provenance of what it wrote.
-   * A result that failed still counts as read (an error can carry the server's text).
+   * A result that failed still counts as read (an error can carry the server's text), except a local file's.
    */
   private async afterCall(
     tool: Tool,
@@ -310,10 +325,12 @@ export class ToolRegistry implements ToolRuntime {
     callContext: ToolCallContext,
     provenance: NonNullable<ToolCallContext["turnApprovals"]>["provenance"],
     existed: ReadonlySet<string>,
+    failed: boolean,
   ): Promise<void> {
     const call = {
       tool,
       input,
+      failed,
       output:
         output === undefined ? "" : typeof output === "string" ? output : JSON.stringify(output, null, 2),
       agent: callContext.agent,
@@ -322,6 +339,7 @@ export class ToolRegistry implements ToolRuntime {
       store: this.provenance,
     };
     try {
+      notePage(tool, call.output, provenance, failed);
       if (output !== undefined) await recordWrites(call, provenance, existed);
       for (const source of await sourcesOf(call)) provenance.add(source);
     } catch (error) {

@@ -190,6 +190,11 @@ describe("the output filter in a tainted turn", () => {
     expect(results[1]).not.toContain(secretNote);
     expect(received.some((entry) => entry.includes(encoded))).toBe(false);
     expect(prompts(app)).toHaveLength(0);
+    // The turn has ended (its sources are remembered for the chat's history) before /reset clears them.
+    await waitFor(
+      () => app.channel!.sent.find((entry) => entry.message.text === "Summary: a report."),
+      "the first answer",
+    );
 
     // The same fetch in an untainted owner's turn is the owner's own business: it goes.
     await app.channel!.receive("/reset");
@@ -226,6 +231,7 @@ describe("what a chat turn starts with", () => {
       [{ channel: "email", userId: "x@y.example", userName: "x@y.example", text: "hi", attachments: [] }],
       () => "guest",
       [{ kind: "web", label: "https://a.example" }],
+      "mail",
     );
     expect(guest.sources?.map((source) => source.label)).toEqual([
       "earlier in this chat: https://a.example",
