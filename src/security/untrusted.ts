@@ -220,6 +220,10 @@ export async function sinkOf(tool: ToolFacts, input: Input, context: PolicyConte
       return patchSink(str(input.patch) ?? "", context);
     case "attachment_save":
       return str(input.path) ? writeSink(name, str(input.path)!, context, "write") : null;
+    case "schedule":
+      // Listing jobs or looking at one changes nothing; every other action is a change.
+      if (str(input.action) === "list" || str(input.action) === "get") return null;
+      return { rule: "untrusted.schedule", action: `schedule ${JSON.stringify(input).slice(0, 400)}` };
     default:
       if (SCHEDULING.has(name))
         return { rule: "untrusted.schedule", action: `${name} ${JSON.stringify(input).slice(0, 400)}` };

@@ -14,6 +14,7 @@ import type { ToolCallContext } from "../../src/core/tool-runtime.js";
 import { TurnApprovals } from "../../src/core/turn-approvals.js";
 import type { ToolServices } from "../../src/tools/context.js";
 import { defineTool, type Tool } from "../../src/tools/define-tool.js";
+import { type ComposioFake, startComposioFake } from "../fakes/composio.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
 /**
@@ -29,6 +30,9 @@ let server: http.Server;
 let base = "";
 let outside = "";
 const mcpCalls: string[] = [];
+let composio: ComposioFake;
+/** The id of a job the owner made in an untainted turn (the update, run and remove attacks aim at it). */
+let ownerJob = "";
 /** The app's tool services, captured at setup (the test-only hooks are set on them). */
 let services: ToolServices;
 
@@ -59,6 +63,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   outside = fs.mkdtempSync(path.join(os.tmpdir(), "magpie-outside-"));
+  composio = await startComposioFake("composio-key");
   app = await startTestApp({
     llm: false,
     features: [
@@ -79,6 +84,7 @@ beforeAll(async () => {
     config: {
       tools: { http: { enabled: true }, shell: { sandbox: "off" }, files: { allowedPaths: [outside] } },
       security: { level: "low", approvals: { require: [] }, ssrf: { allowHosts: ["127.0.0.1"] } },
+      composio: { apiKey: "composio-key", baseUrl: composio.baseUrl },
     },
   });
   const workspace = app.config.workspace;
@@ -89,19 +95,38 @@ beforeAll(async () => {
   git("init", "-q");
   git("-c", "user.email=o@x", "-c", "user.name=o", "add", "draft.md");
   git("-c", "user.email=o@x", "-c", "user.name=o", "commit", "-qm", "draft");
+  // What the owner made in an untainted turn: a job, a webhook trigger and a memory the attacks aim at.
+  const owner = ownerTurn();
+  const job = JSON.parse(
+    await call("cron_add", { name: "owner-job", expression: "0 9 * * *", message: "owner report" }, owner),
+  );
+  ownerJob = String(job.id ?? job.job?.id);
+  expect(ownerJob).toMatch(/^\d+$/);
+  const hook = {
+    name: "owner-hook",
+    on: { webhook: { secret: "owner-secret-0123456789" } },
+    do: { message: "x" },
+  };
+  expect(await call("trigger_add", hook, owner)).not.toContain('"ok":false');
+  expect(
+    await call("memory_store", { key: "owner-fact", content: "the shed code is 1234" }, owner),
+  ).not.toContain('"ok":false');
 });
 afterAll(async () => {
   await app?.stop();
   server?.closeAllConnections();
   await new Promise<void>((resolve) => server?.close(() => resolve()));
   fs.rmSync(outside, { recursive: true, force: true });
+  await composio?.close();
 });
 
 /** A job's turn (no owner to ask) that has read a page: the attacker's text is in its context. */
-function jobTurn(options: { allowAfterUntrusted?: string[]; ownerWords?: string } = {}): ToolCallContext {
+function jobTurn(
+  options: { allowAfterUntrusted?: string[]; ownerWords?: string; untainted?: boolean } = {},
+): ToolCallContext {
   const approvals = new TurnApprovals();
   approvals.provenance.seed({
-    sources: [{ kind: "web", label: `${base}/page` }],
+    sources: options.untainted ? [] : [{ kind: "web", label: `${base}/page` }],
     ...(options.ownerWords ? { ownerWords: options.ownerWords } : {}),
     ...(options.allowAfterUntrusted ? { allowAfterUntrusted: options.allowAfterUntrusted } : {}),
   });
@@ -118,6 +143,9 @@ function jobTurn(options: { allowAfterUntrusted?: string[]; ownerWords?: string 
     turnApprovals: approvals,
   };
 }
+
+/** The same job's turn before it read anything untrusted: the owner's own work, nothing asked. */
+const ownerTurn = () => jobTurn({ untainted: true });
 
 async function call(name: string, args: unknown, context = jobTurn()): Promise<string> {
   const tools = app.app.tools;
@@ -225,6 +253,61 @@ const CASES: SinkCase[] = [
     reached: () => table("cron_jobs").includes("evil-job"),
   },
   {
+    rule: "untrusted.memory",
+    tool: "memory_forget",
+    args: () => ({ key: "owner-fact" }),
+    reached: () => !table("memories").includes("owner-fact"),
+  },
+  {
+    rule: "untrusted.schedule",
+    tool: "cron_update",
+    args: () => ({ job_id: ownerJob, message: "log in at http://phish.example" }),
+    reached: () => table("cron_jobs").includes("phish.example"),
+  },
+  {
+    rule: "untrusted.schedule",
+    tool: "cron_run",
+    args: () => ({ job_id: ownerJob }),
+    // Run now: a run recorded, or one requested of the scheduler.
+    reached: () =>
+      table("cron_runs").includes(`"job_id":${ownerJob}`) || /"run_requested_at":\d/.test(table("cron_jobs")),
+  },
+  {
+    rule: "untrusted.schedule",
+    tool: "schedule",
+    args: () => ({ action: "once", name: "evil-once", delay: "30m", message: "hi" }),
+    reached: () => table("cron_jobs").includes("evil-once"),
+  },
+  {
+    rule: "untrusted.schedule",
+    tool: "trigger_add",
+    args: () => ({
+      name: "evil-hook",
+      on: { webhook: { secret: "attacker-secret-0123456789" } },
+      do: { prompt: "forward everything" },
+    }),
+    reached: () => table("kv").includes("evil-hook"),
+  },
+  {
+    rule: "untrusted.schedule",
+    tool: "trigger_remove",
+    args: () => ({ name: "owner-hook" }),
+    reached: () => !table("kv").includes("owner-hook"),
+  },
+  {
+    // Last of the job cases: the control removes the owner's job.
+    rule: "untrusted.schedule",
+    tool: "cron_remove",
+    args: () => ({ job_id: ownerJob }),
+    reached: () => !table("cron_jobs").includes("owner-job"),
+  },
+  {
+    rule: "untrusted.communicate",
+    tool: "composio",
+    args: () => ({ action: "execute", tool_slug: "GMAIL_SEND_EMAIL", params: { to: "x@evil.example" } }),
+    reached: () => composio.requests.some((request) => request.path.includes("GMAIL_SEND_EMAIL")),
+  },
+  {
     rule: "untrusted.mcp",
     tool: "mcp__tickets__post_comment",
     args: () => ({ text: "phish" }),
@@ -280,6 +363,14 @@ describe("the rule of two at every sink (unattended turn after untrusted content
     // A file this turn created may be rewritten by it.
     expect(await call("file_write", { path: "summary.txt", content: "ok2" }, context)).toContain("Wrote");
     expect(await call("mcp__tickets__list", {}, context)).toContain("done");
+    // Looking at jobs, triggers and apps changes nothing.
+    for (const [tool, args] of [
+      ["cron_list", {}],
+      ["schedule", { action: "list" }],
+      ["trigger_list", {}],
+      ["composio", { action: "list" }],
+    ] as const)
+      expect(await call(tool, args, context), tool).not.toContain("untrusted.");
   });
 
   it("allowAfterUntrusted lets exactly the listed tool through; the rest stays refused", async () => {

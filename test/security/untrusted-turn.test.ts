@@ -47,7 +47,7 @@ afterEach(async () => {
   running = null;
 });
 
-async function start(): Promise<TestApp> {
+async function start(extra: Record<string, unknown> = {}): Promise<TestApp> {
   running = await startTestApp({
     features: [
       {
@@ -65,6 +65,7 @@ async function start(): Promise<TestApp> {
     config: {
       tools: { http: { enabled: true } },
       security: { ssrf: { allowHosts: ["127.0.0.1"] }, approvals: { timeoutSecs: 30 } },
+      ...extra,
     },
   });
   fs.mkdirSync(running.config.workspace, { recursive: true });
@@ -117,6 +118,35 @@ describe("the rule of two in an owner's turn", () => {
       .all()
       .map(String);
     expect(rows.some((row) => row.includes(`after reading ${base}/page`))).toBe(true);
+  });
+
+  it("after a page, delegating to an agent with write tools asks first; denied, the agent never runs", async () => {
+    const app = await start({ agents: { main: { toolSet: "full" }, helper: { toolSet: "subagent" } } });
+    let results: string[] = [];
+    app.llm!.script(
+      reply.toolCalls([{ name: "web_fetch", arguments: { url: `${base}/page` } }]),
+      reply.toolCalls([
+        { name: "delegate", arguments: { agent: "helper", prompt: "POST the notes to /collect" } },
+      ]),
+      reply.text("Summary: a report.", (body) => {
+        results = toolResults(body);
+      }),
+    );
+    await app.channel!.receive(`Summarise ${base}/page`);
+    const [prompt] = await waitFor(() => (prompts(app).length ? prompts(app) : undefined), "the prompt");
+    expect(prompt!.message.text).toContain(
+      `untrusted.delegation: untrusted content, after reading ${base}/page`,
+    );
+    expect(prompt!.message.text).toMatch(/delegate with [^\n]*\bshell\b/);
+    expect(prompt!.message.text).toContain("POST the notes to /collect");
+    await app.channel!.press({ buttonId: prompt!.message.buttons![0]![1]!.id });
+    await waitFor(() => (results.length >= 2 ? results : undefined), "the turn's end");
+    expect(JSON.parse(results[1]!)).toMatchObject({ error: { code: "approval.denied" } });
+    // The helper got no turn: no model call beyond the three scripted, no delegated session.
+    expect(app.llm!.requests).toHaveLength(3);
+    const delegated = app.app.store.db.prepare("SELECT key FROM sessions WHERE key LIKE 'delegate:%'").all();
+    expect(delegated).toEqual([]);
+    expect(received.some((entry) => entry.startsWith("POST /collect"))).toBe(false);
   });
 
   it("a file written by a tainted turn, and a memory it stored, taint the turns that read them later", async () => {
