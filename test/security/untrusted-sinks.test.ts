@@ -16,6 +16,7 @@ import type { ToolServices } from "../../src/tools/context.js";
 import { defineTool, type Tool } from "../../src/tools/define-tool.js";
 import { type ComposioFake, startComposioFake } from "../fakes/composio.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
+import { hasPrograms } from "../helpers/requires.js";
 
 /**
  * The rule of two at every sink (DESIGN.md → Security → "Untrusted content"), attacked one rule at a time: an
@@ -57,6 +58,10 @@ beforeAll(async () => {
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
       received.push(`${request.method} ${request.url} ${Buffer.concat(chunks)}`);
+      if (request.url?.startsWith("/form")) {
+        response.writeHead(200, { "content-type": "text/html" });
+        return response.end('<!doctype html><html><body><input id="q"></body></html>');
+      }
       response.end("ok");
     });
   });
@@ -85,6 +90,7 @@ beforeAll(async () => {
       tools: { http: { enabled: true }, shell: { sandbox: "off" }, files: { allowedPaths: [outside] } },
       security: { level: "low", approvals: { require: [] }, ssrf: { allowHosts: ["127.0.0.1"] } },
       composio: { apiKey: "composio-key", baseUrl: composio.baseUrl },
+      browser: { enabled: hasPrograms("chromium") },
     },
   });
   const workspace = app.config.workspace;
@@ -386,4 +392,32 @@ describe("the rule of two at every sink (unattended turn after untrusted content
     );
     expect(JSON.parse(cron)).toMatchObject({ refused: true, error: { code: "untrusted.schedule" } });
   });
+});
+
+describe.runIf(hasPrograms("chromium"))("the rule of two and the browser (headless Chromium)", () => {
+  it("open of a host no one named is refused; typing into a page asks unless the turn's browser is on a named host", async () => {
+    received = [];
+    const visited = () => received.some((entry) => entry.startsWith("GET /form"));
+    const refused = await withRules(true, () => call("browser", { action: "open", url: `${base}/form` }));
+    expect(JSON.parse(refused)).toMatchObject({ refused: true, error: { code: "untrusted.unnamed_host" } });
+    expect(visited()).toBe(false);
+    // The control: with the rule off the page opens (the browser's request reaches the server).
+    await withRules(false, () => call("browser", { action: "open", url: `${base}/form` }));
+    expect(visited()).toBe(true);
+
+    // The page is open, but not by this turn: typing into it is refused with the rule, goes through without it.
+    const typeArgs = { action: "type", selector: "#q", text: "the notes" };
+    const typed = await withRules(true, () => call("browser", typeArgs));
+    expect(JSON.parse(typed)).toMatchObject({ refused: true, error: { code: "untrusted.browser_input" } });
+    expect(await withRules(false, () => call("browser", typeArgs))).not.toContain("untrusted.");
+
+    // A turn whose owner named the host opens it and types freely there.
+    const named = jobTurn({ ownerWords: `fill in the form at ${base}/form` });
+    await withRules(true, async () => {
+      expect(await call("browser", { action: "open", url: `${base}/form` }, named)).not.toContain(
+        "untrusted.",
+      );
+      expect(await call("browser", typeArgs, named)).not.toContain("untrusted.");
+    });
+  }, 60_000);
 });
