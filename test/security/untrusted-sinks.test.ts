@@ -60,9 +60,8 @@ beforeAll(async () => {
       received.push(`${request.method} ${request.url} ${Buffer.concat(chunks)}`);
       if (request.url?.startsWith("/form")) {
         response.writeHead(200, { "content-type": "text/html" });
-        return response.end('<!doctype html><html><body><input id="q"></body></html>');
-      }
-      response.end("ok");
+        response.end('<!doctype html><html><body><input id="q"></body></html>');
+      } else response.end("ok");
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
