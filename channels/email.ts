@@ -107,6 +107,7 @@ export class EmailChannel implements ChannelAdapter {
     buttons: false,
     typing: false,
     threads: true,
+    messageNoun: "mail",
   };
   private readonly config: EmailConfig;
   private readonly address: string;

@@ -15,31 +15,36 @@ import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import { securityFeature } from "../../src/app/security-feature.js";
 import { triggersFeature } from "../../src/app/triggers-feature.js";
 import type { ConfigInput } from "../../src/config/schema.js";
+import type { UntrustedTestHooks } from "../../src/security/untrusted.js";
 import { type CompromisedLlm, startCompromisedLlm } from "../../test/fakes/compromised-llm.js";
 import { startTestApp } from "../../test/helpers/harness.js";
 import { type AttackCase, type BenignCase, MARKER, SECRET, TEAM_GROUP, type World } from "./cases.js";
 
 /**
- * A setting is a config overlay. A = the defaults. B = what the provenance rules (issue 36 items 1–3) read;
- * until they exist the schema refuses unknown keys, so B's overlay is applied only when the config accepts it
- * (`applied: false` in the table says B ran as A). The rules engineer fills in RULES_ON.
+ * A setting is a config overlay plus the rule of two's test-only hooks (src/security/untrusted.ts → testHooks,
+ * honoured under vitest only). A = the rules switched off through the hook: the "before" column. B = the defaults,
+ * rules on (`RULES_ON` is what a careful owner would set: nothing to vouch for). Both count the attacker's
+ * 127.0.0.2 as a host the owner did not name although `ssrf.allowHosts` lists it (it stands in for a public host).
  */
 export interface Setting {
   name: string;
   config: ConfigInput;
+  hooks?: UntrustedTestHooks;
 }
+const ATTACKER_HOST = "127.0.0.2";
 export const RULES_ON: ConfigInput = { security: { trustedPaths: [] } } as ConfigInput;
 export const SETTINGS: Setting[] = [
-  { name: "A defaults", config: {} },
-  { name: "B provenance rules", config: RULES_ON },
+  { name: "A rules off (before)", config: {}, hooks: { rulesOff: true, unvouchedHosts: [ATTACKER_HOST] } },
+  { name: "B rules on (defaults)", config: RULES_ON, hooks: { unvouchedHosts: [ATTACKER_HOST] } },
 ];
-/** Every sink wide open (no approvals, low guard level, no sandbox): proves each goal check can fire. */
+/** Every sink wide open (no approvals, low guard level, no sandbox, no rule of two): proves each goal check can fire. */
 export const OPEN: Setting = {
   name: "open",
   config: {
     security: { level: "low", approvals: { require: [] } },
     tools: { shell: { sandbox: "off" } },
   } as ConfigInput,
+  hooks: { rulesOff: true },
 };
 
 /** 127.0.0.2 stands in for a public attacker host; both loopback addresses are in ssrf.allowHosts only so
@@ -158,7 +163,19 @@ export async function runCase(
   servers.attackerLog.length = 0;
   const running = await startTestApp({
     llm: false,
-    features: [teamGroupFeature, securityFeature, memoryFeature, schedulerFeature, triggersFeature],
+    features: [
+      teamGroupFeature,
+      {
+        name: "bench-untrusted-hooks",
+        setup(_config, app) {
+          if (setting.hooks) app.services.untrustedTest = setting.hooks;
+        },
+      },
+      securityFeature,
+      memoryFeature,
+      schedulerFeature,
+      triggersFeature,
+    ],
     config: mergeAll(BASE, { llm: { baseUrl: llm.url, apiKey: "sk-test" } } as ConfigInput, setting.config),
   });
   const channel = running.channel!;

@@ -1,6 +1,7 @@
 import { createMemoryService } from "../memory/create-memory-service.js";
 import { memoryCommands } from "../memory/memory-commands.js";
 import { memoryHooks } from "../memory/memory-hooks.js";
+import { ProvenanceStore } from "../security/provenance-store.js";
 import type { MagpieFeature } from "./feature.js";
 
 /** Long-term memory: the `memory` service for tools, automatic recall, conversation memory, slash commands. */
@@ -16,7 +17,7 @@ export const memoryFeature: MagpieFeature = {
     return {
       commands: memoryCommands(service, directory),
       warmUp: () => service.repository.warm(),
-      hooks: [memoryHooks(service, config, directory, logger)],
+      hooks: [memoryHooks(service, config, directory, logger, new ProvenanceStore(app.store.db))],
       stop: () => service.close(),
     };
   },

@@ -2,6 +2,7 @@ import type { Store } from "../store/index.js";
 import type { AgentDirectory } from "./agents.js";
 import type { CommandRegistry, SlashCommand } from "./commands.js";
 import type { TaskControl } from "./subagents.js";
+import { forgetHistoryTaint } from "./turn-provenance.js";
 import type { ChannelAdapter } from "./types.js";
 
 export interface BuiltinCommandDeps {
@@ -96,6 +97,7 @@ export function builtinCommands(deps: BuiltinCommandDeps): SlashCommand[] {
       run: ({ sessionKey }) => {
         const { parked } = deps.stop(sessionKey);
         deps.store.history.reset(sessionKey);
+        forgetHistoryTaint(deps.store.kv, sessionKey);
         deps.onReset?.(sessionKey);
         return parked
           ? `Conversation history cleared, and ${PARKED_DROPPED}. Long-term memory is kept.`

@@ -24,7 +24,9 @@ import { replyTargetOf } from "./session-key.js";
 import type { SessionQueues } from "./session-queue.js";
 import type { BudgetScope } from "./spend.js";
 import { StreamPreview } from "./stream-preview.js";
+import { TurnApprovals } from "./turn-approvals.js";
 import { type TurnEngine, withTokens } from "./turn-engine.js";
+import { chatSeed, historyTaint, rememberHistoryTaint } from "./turn-provenance.js";
 import type { ChannelAdapter, InboundMessage, ReplyTarget } from "./types.js";
 
 export interface ChatTurnsOptions {
@@ -72,6 +74,8 @@ export interface SessionNote {
   isDirect?: boolean;
   /** The budgets of the turn that caused the note: the follow-up turn counts against them, not fresh ones. */
   budget?: BudgetScope;
+  /** A spawn's result: whether the work read untrusted content (absent: unknown, counted as untrusted). */
+  untrusted?: boolean;
 }
 
 /**
@@ -121,6 +125,7 @@ export class ChatTurns {
         origin: note.origin,
         ...(note.label ? { label: note.label } : {}),
         ...(note.budget ? { budget: note.budget } : {}),
+        ...(note.untrusted !== undefined ? { untrusted: note.untrusted } : {}),
       },
     };
     const sessionKey = sessionKeyOfTarget(note.target);
@@ -338,10 +343,21 @@ export class ChatTurns {
       const text = [items.map((item) => describeInbound(item.message)).join("\n\n"), ...media.notes]
         .filter(Boolean)
         .join("\n");
+      // The rule of two: what untrusted content the turn starts with (src/core/turn-provenance.ts).
+      const authority = this.options.authority();
+      const turnApprovals = new TurnApprovals();
+      const untrusted = chatSeed(
+        items.map((item) => item.message),
+        (channel, userId) => authority.roleOf(channel, userId),
+        historyTaint(store.kv, sessionKey),
+        adapter?.capabilities.messageNoun,
+      );
       const outcome = await engine.run({
         origin,
         sessionKey,
         inboxIds,
+        turnApprovals,
+        untrusted,
         agent,
         ...(model ? { model } : {}),
         sender,
@@ -379,6 +395,7 @@ export class ChatTurns {
           newMessages: outcome.newMessages,
         };
       }
+      rememberHistoryTaint(store.kv, sessionKey, turnApprovals.provenance);
       const reply = outcome.status === "aborted" ? "" : outcome.reply;
       this.finish(
         inboxIds,

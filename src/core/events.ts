@@ -76,6 +76,8 @@ export interface ToolCallEvent extends EventBase {
   verdict: string;
   ok: boolean;
   errorCode?: string;
+  /** The turn held untrusted content when the call ran: "after reading https://…, mail from x@y". */
+  untrusted?: string;
   durationMs: number;
 }
 

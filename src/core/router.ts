@@ -20,6 +20,7 @@ import { SessionQueues } from "./session-queue.js";
 import type { SpendPort } from "./spend.js";
 import type { Approver, ToolRuntime } from "./tool-runtime.js";
 import { TurnEngine, type TurnEngineOptions } from "./turn-engine.js";
+import type { ProvenanceSeed } from "./turn-provenance.js";
 import { TurnSlots } from "./turn-slots.js";
 import type {
   AcceptResult,
@@ -109,6 +110,8 @@ export interface IsolatedRunInput {
   sender: SenderIdentity;
   /** Who answers its approval requests, where (a job's creator, in the chat the job was made from). */
   approver?: Approver;
+  /** Untrusted content it starts with (a trigger's payload) and the job's `allowAfterUntrusted` (the rule of two). */
+  untrusted?: ProvenanceSeed;
 }
 
 export interface IsolatedRunResult {
@@ -284,6 +287,7 @@ export class Router implements InboundSink {
       ...(input.approver ? { approver: input.approver } : {}),
       ...(input.toolSet !== undefined ? { toolSet: input.toolSet } : {}),
       ...(input.toolLimit ? { toolLimit: input.toolLimit } : {}),
+      ...(input.untrusted ? { untrusted: input.untrusted } : {}),
       signal: input.signal ?? new AbortController().signal,
     });
     return { ok: outcome.status === "ok", text: outcome.reply };

@@ -223,7 +223,7 @@ export class Subagents implements SubagentsPort, TaskControl {
 
   private finish(
     record: TaskRecord,
-    caller: Pick<ToolCallContext, "sender" | "budget">,
+    caller: Pick<ToolCallContext, "sender" | "budget" | "turnApprovals">,
     result: TurnResult,
     signal: AbortSignal,
   ): void {
@@ -256,6 +256,8 @@ export class Subagents implements SubagentsPort, TaskControl {
         sender: caller.sender,
         ...(caller.budget ? { budget: caller.budget } : {}),
         origin: "spawn",
+        // The task shared the spawning turn's provenance: its result is untrusted if anything the two read was.
+        untrusted: caller.turnApprovals?.provenance.tainted ?? true,
         ...(record.label ? { label: record.label } : {}),
         show: `${headline}: ${truncate(summary, SHOWN_RESULT_CHARS)}`,
         text: `${headline} (status: ${status}).\nTask: ${record.task}\n\nResult:\n${summary}`,

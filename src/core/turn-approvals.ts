@@ -1,3 +1,5 @@
+import { TurnProvenance } from "./turn-provenance.js";
+
 /**
  * What one turn remembers about its approvals from one tool call to the next (DESIGN.md → Security: "Approvals are
  * counted per turn, not per call"): the classes of action an owner denied — a repeat, whole or split into pieces,
@@ -6,6 +8,8 @@
  * delegated turn and a spawned subagent share their caller's, since they do its work.
  */
 export class TurnApprovals {
+  /** Where the turn's content came from: the rule of two reads it at every call (src/security/untrusted.ts). */
+  readonly provenance = new TurnProvenance();
   private readonly denied = new Set<string>();
   private readonly tallies = new Map<string, Set<string>>();
   private readonly approvedUpTo = new Map<string, number>();

@@ -187,6 +187,8 @@ export class TurnEngine {
     const stored = store.history.newest(historyKey, historyBudget).messages;
     const history = recentWithinBudget(stored, historyBudget).map((item) => item.message);
     const recalled: string[] = [];
+    const turnApprovals = request.turnApprovals ?? new TurnApprovals();
+    turnApprovals.provenance.seed(request.untrusted);
     for (const hooks of this.options.hooks()) {
       if (!hooks.recall) continue;
       try {
@@ -196,7 +198,12 @@ export class TurnEngine {
           text: request.text,
           role: request.sender.role,
         });
-        if (text) recalled.push(text);
+        if (typeof text === "string") recalled.push(text);
+        else if (text) {
+          // A memory stored by a tainted turn keeps that turn's provenance: recalling it taints this one.
+          recalled.push(text.text);
+          for (const source of text.untrusted) turnApprovals.provenance.add(source);
+        }
       } catch (error) {
         logger.warn({ err: error }, "recall-hook-failed");
       }
@@ -270,7 +277,7 @@ export class TurnEngine {
           isDirect: request.isDirect,
           slot,
           budget,
-          turnApprovals: request.turnApprovals ?? new TurnApprovals(),
+          turnApprovals,
         },
         onTextDelta: request.onTextDelta,
         ...(request.onActivity ? { onActivity: request.onActivity } : {}),

@@ -6,6 +6,7 @@ import type { ImagePart } from "./media.js";
 import type { BudgetScope } from "./spend.js";
 import type { Approver } from "./tool-runtime.js";
 import type { TurnApprovals } from "./turn-approvals.js";
+import type { ProvenanceSeed } from "./turn-provenance.js";
 import type { TurnSlot } from "./turn-slots.js";
 import type { ReplyTarget } from "./types.js";
 
@@ -52,6 +53,8 @@ export interface TurnRequest {
   budget?: BudgetScope;
   /** The approvals memory of the turn this one works for (a delegation, a subagent); default: a new one. */
   turnApprovals?: TurnApprovals;
+  /** Untrusted content the turn starts with, the owner's own words, a job's `allowAfterUntrusted` (the rule of two). */
+  untrusted?: ProvenanceSeed;
   signal: AbortSignal;
   onTextDelta?: (delta: string) => void;
   /** What the turn is doing now ("waiting for the model", "running web_fetch"), for its progress note. */

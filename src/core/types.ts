@@ -48,6 +48,8 @@ export interface InboundMessage {
     label?: string;
     /** The budgets of the turn that caused the note (a spawn's): its follow-up turn spends from them. */
     budget?: { sessionKey: string; turnId: string };
+    /** A spawn's result: whether the work read untrusted content (absent: unknown, counted as untrusted). */
+    untrusted?: boolean;
   };
 }
 
@@ -103,6 +105,11 @@ export interface ChannelCapabilities {
   buttons: boolean;
   typing: boolean;
   threads: boolean;
+  /**
+   * What one message on the channel is called where it enters a turn as outside content (the rule of two names
+   * its sources: "mail from x@y"); absent: "message". A non-owner's `mail` counts as a mail, not a chat guest.
+   */
+  messageNoun?: "mail";
 }
 
 export type ChannelState = "starting" | "connected" | "reconnecting" | "failed" | "stopped";

@@ -54,6 +54,11 @@ export function toMagpieTools(listed: McpTool[], options: McpToolsOptions): Tool
       parameters: schema,
       inputSchema: validatingSchema(schema),
       risk: tool.annotations?.readOnlyHint === true ? "low" : "high",
+      mcp: {
+        server: connection.name,
+        trusted: config.trusted,
+        readOnly: tool.annotations?.readOnlyHint === true,
+      },
       readOnly: tool.annotations?.readOnlyHint === true,
       execute: async (input, context) => {
         const result = await connection.callTool(tool.name, input as Record<string, unknown>, context.signal);

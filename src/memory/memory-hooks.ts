@@ -2,6 +2,8 @@ import type { Logger } from "pino";
 import type { MagpieConfig } from "../config/schema.js";
 import type { AgentDirectory } from "../core/agents.js";
 import type { AgentHooks } from "../core/hooks.js";
+import type { UntrustedSource } from "../core/turn-provenance.js";
+import type { ProvenanceStore } from "../security/provenance-store.js";
 import type { MemoryService } from "./memory-service.js";
 import { MEMORY_INSTRUCTION, renderRecall } from "./recall-prompt.js";
 
@@ -22,6 +24,8 @@ export function memoryHooks(
   config: MagpieConfig,
   directory: AgentDirectory,
   logger: Logger,
+  /** Memories stored by a tainted turn taint the turn that recalls them (the rule of two). */
+  provenance?: ProvenanceStore,
 ): AgentHooks {
   const budget = config.agent.recall;
   return {
@@ -37,7 +41,16 @@ export function memoryHooks(
           budget.limit > 0 && text.trim()
             ? (await service.recall({ agent, query: text, role, limit: budget.limit })).hits
             : [];
-        return renderRecall({ core, hits, budget, instruction });
+        const rendered = renderRecall({ core, hits, budget, instruction });
+        const tainted = provenance?.taintedMemories(agent);
+        if (!rendered || !tainted?.size) return rendered;
+        const untrusted: UntrustedSource[] = [...core, ...hits.map((hit) => hit.memory)]
+          .filter((memory) => tainted.has(memory.key) && rendered.includes(memory.key))
+          .map((memory) => ({
+            kind: "memory",
+            label: `memory "${memory.key.slice(0, 80)}" (stored after reading ${tainted.get(memory.key)?.[0]?.label ?? "untrusted content"})`,
+          }));
+        return untrusted.length > 0 ? { text: rendered, untrusted } : rendered;
       } catch (error) {
         // A broken recall must not cost the user their answer.
         logger.warn({ code: "memory.recall_failed", err: error, agent }, "Automatic memory recall failed");

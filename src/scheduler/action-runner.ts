@@ -53,7 +53,16 @@ export interface NeededTool {
 export type ActionWork =
   | { kind: "message"; text: string }
   | { kind: "shell"; command: string; agent?: string | undefined }
-  | { kind: "prompt"; prompt: string; agent?: string | undefined; toolSet?: string | string[] | undefined };
+  | {
+      kind: "prompt";
+      prompt: string;
+      agent?: string | undefined;
+      toolSet?: string | string[] | undefined;
+      /** Tools the run may still use after untrusted content (the job's `allowAfterUntrusted`). */
+      allowAfterUntrusted?: readonly string[] | undefined;
+      /** The untrusted content the prompt carries (a trigger's payload), named as a source. */
+      untrusted?: string | undefined;
+    };
 
 export interface ActionRequest {
   from: ActionSource;
@@ -252,6 +261,11 @@ export function createActionRunner(deps: ActionRunnerDeps): ActionRunner {
         origin: from.origin,
         sender,
         ...(approver ? { approver } : {}),
+        // The rule of two: a payload in the prompt is untrusted from the start; the job may allow tools after it.
+        untrusted: {
+          sources: work.untrusted ? [{ kind: "trigger", label: work.untrusted }] : [],
+          ...(work.allowAfterUntrusted ? { allowAfterUntrusted: work.allowAfterUntrusted } : {}),
+        },
       });
       return { ok: answer.ok, text: answer.text };
     },

@@ -14,6 +14,7 @@ export function specOfConfigJob(job: CronJobConfig): JobSpec & { name: string } 
     timezone: job.timezone,
     agent: job.agent,
     toolSet: job.toolSet,
+    ...(job.allowAfterUntrusted ? { allowAfterUntrusted: job.allowAfterUntrusted } : {}),
     deliver: job.deliver,
     enabled: job.enabled,
   };

@@ -22,7 +22,13 @@ export function jobSource(job: Pick<Job, "id">): ActionSource {
 function jobWork(job: Job): ActionWork {
   if (job.kind === "message") return { kind: "message", text: job.payload };
   if (job.kind === "shell") return { kind: "shell", command: job.payload, agent: job.agent };
-  return { kind: "prompt", prompt: job.payload, agent: job.agent, toolSet: job.toolSet };
+  return {
+    kind: "prompt",
+    prompt: job.payload,
+    agent: job.agent,
+    toolSet: job.toolSet,
+    allowAfterUntrusted: job.allowAfterUntrusted,
+  };
 }
 
 /**

@@ -58,6 +58,7 @@ export function planJob(spec: JobSpec, context: PlanContext): NewJob {
     payload,
     agent: spec.agent,
     toolSet: spec.toolSet,
+    ...(spec.allowAfterUntrusted ? { allowAfterUntrusted: spec.allowAfterUntrusted } : {}),
     deliver: deliveryOf(spec.deliver, context.createdFrom),
     enabled,
     source: context.source,

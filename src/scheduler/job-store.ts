@@ -53,6 +53,7 @@ const jobRows = row(
     payload: z.string(),
     agent: z.string().nullable(),
     tool_set: z.string().nullable(),
+    allow_after_untrusted: z.string().nullable(),
     deliver: z.string(),
     enabled: z.number(),
     source: z.enum(["chat", "config", "cli"]),
@@ -104,6 +105,15 @@ const toJob = (row: JobRow): Job => ({
   payload: row.payload,
   agent: row.agent ?? undefined,
   toolSet: row.tool_set ? parseJson(row.tool_set, toolSetSchema, "cron_jobs.tool_set") : undefined,
+  ...(row.allow_after_untrusted
+    ? {
+        allowAfterUntrusted: parseJson(
+          row.allow_after_untrusted,
+          toolNamesSchema,
+          "cron_jobs.allow_after_untrusted",
+        ),
+      }
+    : {}),
   deliver: parseJson(row.deliver, deliverySchema, "cron_jobs.deliver"),
   enabled: row.enabled === 1,
   source: row.source,
@@ -161,10 +171,17 @@ export class JobStore {
         `INSERT INTO cron_jobs (name, schedule_kind, expression, timezone, kind, payload, agent, tool_set, deliver,
                                 enabled, next_run_at, creator_channel, creator_user_id, creator_user_name,
                                 creator_role, creator_agent, creator_tools, created_from, source, created_by,
-                                created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+                                allow_after_untrusted, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(...this.columns(job), job.source, job.createdBy ?? null, job.createdAt, job.createdAt);
+      .run(
+        ...this.columns(job),
+        job.source,
+        job.createdBy ?? null,
+        job.allowAfterUntrusted ? JSON.stringify(job.allowAfterUntrusted) : null,
+        job.createdAt,
+        job.createdAt,
+      );
     return this.get(Number(result.lastInsertRowid))!;
   }
 
@@ -178,10 +195,15 @@ export class JobStore {
         `UPDATE cron_jobs SET name = ?, schedule_kind = ?, expression = ?, timezone = ?, kind = ?, payload = ?,
            agent = ?, tool_set = ?, deliver = ?, enabled = ?, next_run_at = ?, creator_channel = ?,
            creator_user_id = ?, creator_user_name = ?, creator_role = ?, creator_agent = ?, creator_tools = ?,
-           created_from = ?, completed_at = NULL, updated_at = ?
+           created_from = ?, allow_after_untrusted = ?, completed_at = NULL, updated_at = ?
          WHERE id = ?`,
       )
-      .run(...this.columns(job), at, id);
+      .run(
+        ...this.columns(job),
+        job.allowAfterUntrusted ? JSON.stringify(job.allowAfterUntrusted) : null,
+        at,
+        id,
+      );
     return this.get(id)!;
   }
 

@@ -60,6 +60,7 @@ export function specOfJob(job: Job): JobSpec {
     timezone: job.timezone,
     agent: job.agent,
     toolSet: job.toolSet,
+    ...(job.allowAfterUntrusted ? { allowAfterUntrusted: job.allowAfterUntrusted } : {}),
     deliver: {
       channel: job.deliver.chat?.channel,
       chatId: job.deliver.chat?.chatId,

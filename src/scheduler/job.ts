@@ -56,6 +56,8 @@ export interface Job {
   payload: string;
   agent?: string;
   toolSet?: string | string[];
+  /** Tools a prompt run may still use after untrusted content entered it (DESIGN.md → Security → "Untrusted content"). */
+  allowAfterUntrusted?: string[];
   deliver: Delivery;
   enabled: boolean;
   source: "chat" | "config" | "cli";
@@ -111,6 +113,7 @@ export interface JobSpec {
   timezone?: string;
   agent?: string;
   toolSet?: string | string[];
+  allowAfterUntrusted?: string[];
   deliver?: { channel?: string; chatId?: string; pushover?: boolean; ntfy?: boolean; mode?: DeliveryMode };
   enabled?: boolean;
 }

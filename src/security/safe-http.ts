@@ -100,8 +100,45 @@ export class SafeHttpClient {
     );
   }
 
+  /**
+   * True when the URL is refused before any DNS lookup (not a valid http(s) URL, credentials in it, a non-public IP
+   * literal or a local name that allowHosts doesn't list): the rule of two leaves such a URL to this guard, so its
+   * own refusal comes first (src/security/untrusted.ts). A name that needs a lookup is never refused here.
+   */
+  refusesWithoutLookup(rawUrl: string): boolean {
+    try {
+      this.judgeWithoutLookup(rawUrl);
+      return false;
+    } catch (error) {
+      if (error instanceof GuardRefusal) return true;
+      throw error;
+    }
+  }
+
   /** Parses and judges a URL; returns the address to connect to. Throws ToolError `ssrf.*` on refusal. */
   async resolveTarget(rawUrl: string, allowedDomains?: string[]): Promise<{ url: URL; address: string }> {
+    const { url, host, trusted, address } = this.judgeWithoutLookup(rawUrl, allowedDomains);
+    if (address) return { url, address };
+    let addresses: Array<{ address: string; family: number }>;
+    try {
+      addresses = await this.lookup(host);
+    } catch (error) {
+      throw new ToolError(
+        "ssrf.dns_failed",
+        `Could not resolve ${host}: ${errorMessage(error)}. Check the hostname.`,
+      );
+    }
+    if (addresses.length === 0) throw new ToolError("ssrf.dns_failed", `${host} has no addresses.`);
+    // Every answer must be public: otherwise a mixed answer would let a later connection land on a private one.
+    if (!trusted) for (const { address } of addresses) this.judge(host, address);
+    return { url, address: addresses[0]!.address };
+  }
+
+  /** What `resolveTarget` decides without DNS: the refusals, or the address of an IP literal / pinned host. */
+  private judgeWithoutLookup(
+    rawUrl: string,
+    allowedDomains?: string[],
+  ): { url: URL; host: string; trusted: boolean; address?: string } {
     let url: URL;
     try {
       url = new URL(rawUrl);
@@ -131,11 +168,11 @@ export class SafeHttpClient {
       );
     }
     const pinned = this.testOnlyPublicHosts.get(host);
-    if (pinned) return { url, address: pinned };
     const trusted = this.trustedOrigins.has(url.origin);
+    if (pinned) return { url, host, trusted, address: pinned };
     if (isIpLiteral(host)) {
       if (!trusted) this.judge(host, host);
-      return { url, address: host };
+      return { url, host, trusted, address: host };
     }
     if (isLocalHostname(host) && !trusted && !this.allowHosts.allowsName(host)) {
       throw new GuardRefusal(
@@ -143,19 +180,7 @@ export class SafeHttpClient {
         `${host} names this machine or its local network. Only public addresses may be fetched.`,
       );
     }
-    let addresses: Array<{ address: string; family: number }>;
-    try {
-      addresses = await this.lookup(host);
-    } catch (error) {
-      throw new ToolError(
-        "ssrf.dns_failed",
-        `Could not resolve ${host}: ${errorMessage(error)}. Check the hostname.`,
-      );
-    }
-    if (addresses.length === 0) throw new ToolError("ssrf.dns_failed", `${host} has no addresses.`);
-    // Every answer must be public: otherwise a mixed answer would let a later connection land on a private one.
-    if (!trusted) for (const { address } of addresses) this.judge(host, address);
-    return { url, address: addresses[0]!.address };
+    return { url, host, trusted };
   }
 
   private judge(host: string, address: string): void {

@@ -43,6 +43,7 @@ export const inboundMessageSchema: z.ZodType<InboundMessage> = z.looseObject({
       origin: z.enum(["spawn", "event"]),
       label: z.string().optional(),
       budget: z.object({ sessionKey: z.string(), turnId: z.string() }).optional(),
+      untrusted: z.boolean().optional(),
     })
     .optional(),
 });

@@ -15,8 +15,10 @@ import type { Notifier } from "../notify/pushover.js";
 import type { Scheduler } from "../scheduler/scheduler.js";
 import type { ChatApprovalGate } from "../security/approval-gate.js";
 import type { PairingStore } from "../security/pairing.js";
+import type { ProvenanceStore } from "../security/provenance-store.js";
 import type { QuestionGate } from "../security/question-gate.js";
 import type { SafeHttpClient } from "../security/safe-http.js";
+import type { UntrustedTestHooks } from "../security/untrusted.js";
 import type { SkillCatalog } from "../skills/skill-catalog.js";
 import type { Store } from "../store/index.js";
 import type { TriggerService } from "../triggers/trigger-service.js";
@@ -68,6 +70,10 @@ export interface ToolServices {
   webSearch?: WebSearchClient;
   /** Tests: the home directory the path guard and sandbox judge paths in, instead of the real one. */
   homeDir?: string;
+  /** Where written files and stored memories came from (the rule of two); made from `store` when absent. */
+  provenance?: ProvenanceStore;
+  /** Test-only hooks of the rule of two, honoured under vitest only (src/security/untrusted.ts → testHooks). */
+  untrustedTest?: UntrustedTestHooks;
 }
 
 /** Per-session scratch state that lives as long as the process (e.g. files read, for read-before-write). */

@@ -20,6 +20,8 @@ export interface Tool<Input = unknown> {
    */
   parameters?: Record<string, unknown>;
   risk: ToolRisk;
+  /** An MCP server's tool: whether the server is `trusted` and the tool read-only (the rule of two reads it). */
+  mcp?: { server: string; trusted: boolean; readOnly: boolean };
   /**
    * The tool only reads (DESIGN.md → Durable turns): a call of it that was running when the process died is run
    * again when its turn resumes; any other such call returns `tool.outcome_unknown` to the model instead.

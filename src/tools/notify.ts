@@ -2,6 +2,7 @@ import { z } from "zod";
 import { createPhoneNotifier } from "../notify/phone.js";
 import { NotifyError } from "../notify/pushover.js";
 import { defineTool, ToolError } from "./define-tool.js";
+import { refuseOutboundLeak } from "./outbound-check.js";
 
 /** The word priorities every provider understands, as Pushover's −1 … 2 (ntfy maps them to its 2 … 5). */
 const PRIORITY = { low: -1, default: 0, high: 1, urgent: 2 } as const;
@@ -17,6 +18,8 @@ export const notifyTool = defineTool({
   }),
   risk: "low",
   async execute(input, context) {
+    // Free after untrusted content (it reaches only the owner's phone), but what leaves is checked like a message.
+    refuseOutboundLeak(context, [{ kind: "message", value: [input.title ?? "", input.message].join("\n") }]);
     const notifier = context.services.notifier ?? createPhoneNotifier(context.config.notify);
     try {
       const sent = await notifier.send({

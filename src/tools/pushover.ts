@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { createPushoverNotifier, NotifyError } from "../notify/pushover.js";
 import { defineTool, ToolError } from "./define-tool.js";
+import { refuseOutboundLeak } from "./outbound-check.js";
 
 export const pushoverTool = defineTool({
   name: "pushover",
@@ -27,6 +28,8 @@ export const pushoverTool = defineTool({
   }),
   risk: "low",
   async execute(input, context) {
+    // Free after untrusted content (it reaches only the owner's phone), but what leaves is checked like a message.
+    refuseOutboundLeak(context, [{ kind: "message", value: [input.title ?? "", input.message].join("\n") }]);
     const notifier = context.services.notifier ?? createPushoverNotifier(context.config.notify.pushover);
     try {
       const request = await notifier.send(

@@ -7,6 +7,16 @@ import { errorMessage } from "../lib/errors.js";
 import { safeParseJson } from "../lib/parse-json.js";
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
+import { ProvenanceStore } from "../security/provenance-store.js";
+import {
+  existingTargets,
+  notePage,
+  recordWrites,
+  type Sink,
+  sinkOf,
+  sourcesOf,
+  testHooks,
+} from "../security/untrusted.js";
 import type { AuditEntry } from "../store/audit.js";
 import { SessionScratch, type ToolContext, type ToolServices } from "./context.js";
 import { type Tool, ToolError, type ToolOutput, toolErrorText } from "./define-tool.js";
@@ -14,6 +24,7 @@ import { describeZodError, zodToJsonSchema } from "./json-schema.js";
 import { cleanToolSchema, resolveSchemaDialect, type SchemaDialect } from "./schema-dialect.js";
 import type { SpillStore } from "./spill.js";
 import { ALWAYS_AVAILABLE, DEFAULT_SET, NEVER_FOR_SUBAGENTS, SUBAGENT_SET } from "./tool-sets.js";
+import { safeHttpOf } from "./web/safe-http-of.js";
 
 /** Broken tool arguments longer than this are refused instead of repaired (see parseArguments). */
 const MAX_REPAIR_CHARS = 10_000;
@@ -29,6 +40,8 @@ export interface ToolRegistryOptions {
 }
 
 const EXCERPT_CHARS = 500;
+/** The approval class of every sink after untrusted content: one denial covers the rest of the turn. */
+const UNTRUSTED_CLASS = "untrusted-content";
 
 /** Holds every tool, resolves tool sets, and runs calls: validate → approve → execute → redact → audit → spill. */
 export class ToolRegistry implements ToolRuntime {
@@ -38,6 +51,7 @@ export class ToolRegistry implements ToolRuntime {
   private readonly specCache = new WeakMap<Tool, LlmToolSpec>();
   private dialectCache: SchemaDialect | null = null;
   readonly scratch = new SessionScratch();
+  private provenanceStore: ProvenanceStore | null = null;
 
   constructor(private readonly options: ToolRegistryOptions) {}
 
@@ -177,6 +191,9 @@ export class ToolRegistry implements ToolRuntime {
         verdict: audit.verdict,
         ok: audit.outcome === "ok",
         ...(audit.errorCode ? { errorCode: audit.errorCode } : {}),
+        ...(callContext.turnApprovals?.provenance.tainted
+          ? { untrusted: callContext.turnApprovals.provenance.describe() }
+          : {}),
         durationMs: Math.round(audit.durationMs),
       });
       callContext.onResult?.(output);
@@ -223,29 +240,169 @@ export class ToolRegistry implements ToolRuntime {
         `Invalid arguments for '${name}': ${describeZodError(parsed.error)}. Fix them and call the tool again.`,
       );
     }
+    const provenance = callContext.turnApprovals?.provenance;
+    const hooks = testHooks(this.options.services.untrustedTest);
+    const rules = provenance && !hooks.rulesOff ? provenance : null;
+    // Set once the owner approved this exact call after untrusted content: the call's own approvals (the file
+    // guard's Warn, a tool's risk:high) don't ask a second time for what the owner just saw.
+    let ownerSawIt = false;
     const context: ToolContext = {
       ...callContext,
       // What leaves a tainted turn passes the output filter (src/tools/outbound-check.ts): read at each send.
-      isTainted: () => callContext.isTainted?.() === true,
+      isTainted: () => rules?.tainted === true || callContext.isTainted?.() === true,
       config: this.options.config,
       logger: this.options.logger,
       services: this.options.services,
       scratch: this.scratch,
       allowedTools,
       warn: (message) => warnings.push(message),
-      requireApproval: (action, reason, options) =>
-        this.requireApproval(tool, action, reason, callContext, audit, options?.classes),
+      requireApproval: async (action, reason, options) =>
+        ownerSawIt
+          ? "approved"
+          : await this.requireApproval(tool, action, reason, callContext, audit, options?.classes),
       ask: (question) => this.ask(question, callContext),
     };
-    const approval = await this.requireApproval(
+    const exact = `${name} ${this.options.services.redactor.redact(JSON.stringify(parsed.data))}`;
+    // The rule of two (src/security/untrusted.ts), for every tool in one place: a turn holding untrusted content
+    // asks the owner before a sink, or is refused one when no owner is there.
+    const input: Record<string, unknown> =
+      typeof parsed.data === "object" && parsed.data !== null
+        ? Object.fromEntries(Object.entries(parsed.data))
+        : {};
+    if (rules?.tainted) {
+      const sink = await sinkOf(tool, input, {
+        config: this.options.config,
+        provenance: rules,
+        target: callContext.target,
+        allowedTools,
+        role: callContext.sender.role,
+        ownerHere: callContext.canAsk && callContext.approver !== undefined,
+        ssrfRefuses: (url) => safeHttpOf(context).refusesWithoutLookup(url),
+        homeDir: this.options.services.homeDir,
+        unvouchedHosts: hooks.unvouchedHosts,
+      });
+      if (sink) ownerSawIt = await this.untrustedApproval(tool, sink, exact, callContext, audit);
+      // What leaves the turn (message text, URL, request body) is checked at each tool's send point by the output
+      // filter (src/security/output-filter.ts through `context.isTainted`).
+    }
+    if (!ownerSawIt) {
+      const approval = await this.requireApproval(tool, exact, `risk:${tool.risk}`, callContext, audit);
+      if (approval !== "approved") throw approvalError(name, approval);
+    }
+    if (!rules) return await tool.execute(parsed.data, context);
+    const existed = await existingTargets(tool, input, this.options.config, this.options.services.homeDir);
+    let output: ToolOutput | undefined;
+    let failure: unknown;
+    try {
+      output = await tool.execute(parsed.data, context);
+      return output;
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      // A guard's refusal did nothing and read nothing: it adds no source and records no write.
+      if (!(failure instanceof GuardRefusal))
+        await this.afterCall(tool, input, output, callContext, rules, existed, failure !== undefined);
+    }
+  }
+
+  /** The provenance store (migration 032), from the services or made on the store's database. */
+  private get provenance(): ProvenanceStore {
+    this.provenanceStore ??=
+      this.options.services.provenance ?? new ProvenanceStore(this.options.services.store.db);
+    return this.provenanceStore;
+  }
+
+  /**
+   * After a call of a turn under the rule of two: what its result brought into the turn (a page, a file Magpie
+   * didn't write in an owner's turn, a memory stored by a tainted turn), and the provenance of what it wrote.
+   * A result that failed still counts as read (an error can carry the server's text), except a local file's.
+   */
+  private async afterCall(
+    tool: Tool,
+    input: Record<string, unknown>,
+    output: ToolOutput | undefined,
+    callContext: ToolCallContext,
+    provenance: NonNullable<ToolCallContext["turnApprovals"]>["provenance"],
+    existed: ReadonlySet<string>,
+    failed: boolean,
+  ): Promise<void> {
+    const call = {
       tool,
-      `${name} ${this.options.services.redactor.redact(JSON.stringify(parsed.data))}`,
-      `risk:${tool.risk}`,
-      callContext,
-      audit,
-    );
-    if (approval !== "approved") throw approvalError(name, approval);
-    return await tool.execute(parsed.data, context);
+      input,
+      failed,
+      output:
+        output === undefined ? "" : typeof output === "string" ? output : JSON.stringify(output, null, 2),
+      agent: callContext.agent,
+      config: this.options.config,
+      homeDir: this.options.services.homeDir,
+      store: this.provenance,
+    };
+    try {
+      notePage(tool, call.output, provenance, failed);
+      if (output !== undefined) await recordWrites(call, provenance, existed);
+      for (const source of await sourcesOf(call)) provenance.add(source);
+    } catch (error) {
+      // A file without a record counts as untrusted later: failing to record is the safe side.
+      this.options.logger.warn({ err: error, tool: tool.name }, "provenance-record-failed");
+    }
+  }
+
+  /**
+   * A sink in a turn holding untrusted content: asks the owner in an interactive turn (saying after reading what,
+   * and the exact action), refuses in an unattended one unless the job listed the tool in `allowAfterUntrusted`.
+   * One denial covers the rest of the turn: the goal is not reachable through another tool. True when approved.
+   */
+  private async untrustedApproval(
+    tool: Tool,
+    sink: Sink,
+    exact: string,
+    callContext: ToolCallContext,
+    audit: AuditEntry,
+  ): Promise<boolean> {
+    const turn = callContext.turnApprovals!;
+    const why = turn.provenance.describe();
+    const approver = callContext.approver;
+    if (!callContext.canAsk || !approver) {
+      if (turn.provenance.allowAfterUntrusted.includes(tool.name)) {
+        this.options.logger.info(
+          { tool: tool.name, rule: sink.rule, session: callContext.sessionKey },
+          "untrusted-sink-allowed-by-job",
+        );
+        return false;
+      }
+      audit.verdict = "deny";
+      throw new GuardRefusal(
+        sink.rule,
+        `Refused (${sink.rule}): this ${callContext.origin === "user" ? "guest's" : callContext.origin} turn holds untrusted content (${why}), and '${sink.action}' communicates or changes lasting state. No owner is here to approve it, so nothing was done${callContext.origin === "schedule" || callContext.origin === "event" ? ` (the job may list '${tool.name}' in allowAfterUntrusted)` : ""}. Report what you found instead.`,
+      );
+    }
+    if (turn.isDenied(UNTRUSTED_CLASS)) {
+      audit.verdict = "deny";
+      throw new GuardRefusal(
+        "untrusted.denied_earlier",
+        `The owner denied an action in this turn after untrusted content (${why}), so '${tool.name}' was not asked about and nothing was done. Don't try it another way; answer the owner in this chat.`,
+      );
+    }
+    const { timeoutSecs } = this.options.config.security.approvals;
+    const ask = () =>
+      this.options.approvals.request({
+        sessionKey: callContext.sessionKey,
+        target: approver.target,
+        approver: approver.identity,
+        tool: tool.name,
+        action: `${this.options.services.redactor.redact(sink.action)}\n\n${exact}`,
+        reason: `${sink.rule}: untrusted content, ${why}`,
+        timeoutMs: timeoutSecs * 1000,
+        signal: callContext.signal,
+      });
+    const decision = callContext.whileWaiting ? await callContext.whileWaiting(ask) : await ask();
+    audit.verdict =
+      decision === "approved" ? "approved" : decision === "timeout" ? "timeout" : "denied-by-user";
+    if (decision === "approved") return true;
+    audit.outcome = "denied";
+    turn.deny(UNTRUSTED_CLASS);
+    throw approvalError(tool.name, decision);
   }
 
   /**

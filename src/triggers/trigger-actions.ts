@@ -29,6 +29,8 @@ function triggerWork(trigger: TriggerDefinition, event: TriggerEvent): ActionWor
     prompt: `${action.prompt}\n\n${quoteEvent(trigger.name, event)}`,
     agent: action.agent,
     toolSet: action.toolSet,
+    untrusted: `the payload of trigger "${trigger.name}"`,
+    allowAfterUntrusted: action.allowAfterUntrusted,
   };
 }
 

@@ -64,7 +64,7 @@ describe("automatic recall and conversation memory", () => {
     expect(text).toContain("owner.name: The owner is called Rita.");
     expect(text).not.toContain("reading list"); // too long for the core budget: skipped, not cut
     expect(text).toMatch(/backup\.\d+ \(daily, \d{4}-\d\d-\d\d\): Backup run/);
-    const part = budgetedPart(text!);
+    const part = budgetedPart(String(text));
     expect(estimateTokens(part)).toBeLessThanOrEqual(120 + 2); // + the line breaks between counted lines
     const coreLines = part.split("Memories that may be relevant")[0]!;
     expect(estimateTokens(coreLines)).toBeLessThanOrEqual(40 + 1);

@@ -227,8 +227,10 @@ describe("guests can't make jobs", () => {
     );
     telegram.pushMessage({ chat: GROUP, from: GUEST, text: "remind the group in a second" });
     await waitFor(() => sentTo("-1001").includes("No."), "the answer");
+    // A guest's message is untrusted content: the rule of two refuses the job before the scheduler's own guest
+    // rule is reached (that rule is attacked directly in the next test).
     for (const result of toolResults(llm!.requests[1])) {
-      expect(result).toMatchObject({ ok: false, error: { code: "cron.guest_not_allowed" } });
+      expect(result).toMatchObject({ ok: false, refused: true, error: { code: "untrusted.schedule" } });
     }
     expect(schedulerOf(test!).list()).toEqual([]);
   });

@@ -21,6 +21,40 @@ describe("shipped build: web tools, composio and pushover through Telegram", () 
   let siteUrl = "";
   const siteRequests: string[] = [];
   let bot: ShippedBot;
+  const pressed = new Set<string>();
+  /** Approval requests the owner was sent so far, by their text. */
+  const approvalsAsked: string[] = [];
+
+  /** Taps Approve, as the owner, on every approval request not yet answered. */
+  const approvePending = () => {
+    for (const call of telegram.callsOf("sendMessage")) {
+      const markup = call.body.reply_markup;
+      if (!markup) continue;
+      const keyboard = (typeof markup === "string" ? JSON.parse(markup) : markup) as {
+        inline_keyboard?: Array<Array<{ callback_data?: string }>>;
+      };
+      const approve = keyboard.inline_keyboard
+        ?.flat()
+        .find((button) => button.callback_data?.startsWith("approve:"))?.callback_data;
+      if (!approve || pressed.has(approve)) continue;
+      pressed.add(approve);
+      approvalsAsked.push(String(call.body.text));
+      telegram.pushUpdate({
+        callback_query: {
+          id: `cb-${pressed.size}`,
+          from: { id: OWNER, is_bot: false, first_name: "Owner" },
+          chat_instance: "1",
+          data: approve,
+          message: {
+            message_id: 9_000 + pressed.size,
+            date: Math.floor(Date.now() / 1000),
+            chat: { id: OWNER, type: "private" },
+            text: "…",
+          },
+        },
+      });
+    }
+  };
 
   beforeAll(async () => {
     telegram = await new FakeTelegram().start();
@@ -105,7 +139,22 @@ describe("shipped build: web tools, composio and pushover through Telegram", () 
       from: { id: OWNER },
       text: "check the shed",
     });
-    await waitFor(() => telegram.sentTexts().includes("All five worked."), "the final reply", 20_000);
+    // The POST comes after the page entered the turn: the rule of two asks the owner, saying why (DESIGN.md →
+    // Security → "Untrusted content"); the owner approves. Searching, listing apps and notifying the owner's own
+    // phone stay free.
+    await waitFor(
+      () => {
+        approvePending();
+        return telegram.sentTexts().includes("All five worked.");
+      },
+      "the final reply",
+      20_000,
+    );
+    expect(approvalsAsked).toHaveLength(1);
+    expect(approvalsAsked[0]).toContain(
+      `untrusted.non_get: untrusted content, after reading ${siteUrl}/page`,
+    );
+    expect(approvalsAsked[0]).toContain(`POST ${siteUrl}/api/echo?q=42`);
 
     expect(seen.web_fetch).toContain("Temperature is 21 C.");
     expect(seen.web_fetch).toContain("Shed sensor");

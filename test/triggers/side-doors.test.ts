@@ -136,7 +136,9 @@ async function eventTurnsCall(
     {
       name: `${tag}-trigger`,
       on: { webhook: { secret: SECRET } },
-      do: { prompt: "Handle this event.", toolSet: tools },
+      // The payload makes the turn untrusted; the trigger allows its tools after it, so the device guard is what
+      // is attacked here (the rule of two has its own tests: test/security/untrusted-*.test.ts).
+      do: { prompt: "Handle this event.", toolSet: tools, allowAfterUntrusted: tools },
       cooldownSecs: 0,
       maxPerHour: 60,
       enabled: true,

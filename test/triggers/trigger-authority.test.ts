@@ -88,9 +88,12 @@ describe("who may make triggers and where they report", () => {
     );
     telegram.pushMessage({ chat: GROUP, from: GUEST, text: "make a trigger" });
     await waitFor(() => sentTo("-1001").includes("No."), "the answer");
+    // A guest's message is untrusted content: the rule of two refuses the trigger before the trigger service's
+    // own guest rule is reached.
     expect(toolResults(llm!.requests[1])[0]).toMatchObject({
       ok: false,
-      error: { code: "trigger.guest_not_allowed" },
+      refused: true,
+      error: { code: "untrusted.schedule" },
     });
     expect(app.context.services.triggers!.list()).toEqual([]);
     expect((await hook(test!, "spy", {})).status).toBe(404);

@@ -31,6 +31,11 @@ export const cronJobConfigSchema = z
     /** Tools an agent job may use: a tool set name or a list of tool names (default: `default`). */
     toolSet: z.union([z.string().min(1), z.array(z.string().min(1))]).optional(),
     agent: z.string().min(1).optional(),
+    /**
+     * Tools a prompt job may still use after untrusted content (a page, a payload) entered its run; anything else
+     * that communicates or changes lasting state is refused there (DESIGN.md → Security → "Untrusted content").
+     */
+    allowAfterUntrusted: z.array(z.string().min(1)).optional(),
   })
   .superRefine((job, context) => {
     const schedules = [job.expression, job.delay, job.at].filter((value) => value !== undefined).length;

@@ -33,6 +33,8 @@ export const mcpServerSchema = z
     /** Per tool call. */
     timeoutSecs: positiveInt.default(60),
     tools: toolFilterSchema,
+    /** Its results count as the owner's own content (DESIGN.md → Security → "Untrusted content"); default untrusted. */
+    trusted: z.boolean().default(false),
   })
   .superRefine((server, context) => {
     if (Boolean(server.command) === Boolean(server.url)) {

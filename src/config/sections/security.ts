@@ -19,6 +19,11 @@ export const securitySchema = z
         allowHosts: z.array(z.string().min(1)).default([]),
       })
       .prefault({}),
+    /**
+     * Folders the owner vouches for (DESIGN.md → Security → "Untrusted content"): reading a file under them doesn't
+     * make a turn hold untrusted content, whoever wrote it. Relative entries count from the workspace.
+     */
+    trustedPaths: z.array(z.string().min(1)).default([]),
   })
   .prefault({});
 

@@ -66,6 +66,11 @@ export const triggerActionSchema = z.union(
       agent: z.string().min(1).optional(),
       /** A tool set name or a list of tool names (default: `default`). */
       toolSet: z.union([z.string().min(1), z.array(z.string().min(1))]).optional(),
+      /**
+       * Tools the run may still use after its payload (untrusted content) entered it; anything else that
+       * communicates or changes lasting state is refused (DESIGN.md → Security → "Untrusted content").
+       */
+      allowAfterUntrusted: z.array(z.string().min(1)).optional(),
     }),
   ],
   { error: "give exactly one of message (text), command (shell) or prompt (agent turn)" },

@@ -1,0 +1,117 @@
+import fs from "node:fs";
+import { z } from "zod";
+import type { UntrustedSource } from "../core/turn-provenance.js";
+import { parseJson } from "../lib/parse-json.js";
+import { row } from "../lib/row.js";
+import type { Db } from "../store/index.js";
+
+const sourcesSchema = z.array(
+  z.object({
+    kind: z.enum([
+      "web",
+      "mcp",
+      "mail",
+      "attachment",
+      "quote",
+      "trigger",
+      "guest",
+      "file",
+      "memory",
+      "history",
+    ]),
+    label: z.string(),
+  }),
+);
+const fileRow = row(
+  z.object({ sources: z.string(), size: z.number(), mtime_ms: z.number() }),
+  "file_provenance",
+);
+const memoryRow = row(z.object({ key: z.string(), sources: z.string() }), "memory_provenance");
+
+/** What Magpie knows about a file's origin. */
+export type FileOrigin =
+  /** Written by Magpie in an owner's untainted turn, unchanged since. */
+  | { trusted: true }
+  /** Written by a tainted turn (its sources), or not written by Magpie / changed since (no sources). */
+  | { trusted: false; sources: UntrustedSource[] };
+
+/**
+ * The provenance of what Magpie writes (DESIGN.md → Security → "Untrusted content"): files (with the size and
+ * modification time at the write, so a later change outside Magpie is noticed) and memories, each with the
+ * untrusted sources of the turn that wrote it (`[]` for an owner's untainted turn). Migration 032.
+ */
+export class ProvenanceStore {
+  constructor(private readonly db: Db) {}
+
+  /** Records the file at `realPath` as just written by a turn holding `sources`. */
+  recordFile(realPath: string, sources: readonly UntrustedSource[], now = Date.now()): void {
+    let stats: fs.Stats;
+    try {
+      stats = fs.statSync(realPath);
+    } catch {
+      return;
+    }
+    this.db
+      .prepare(
+        `INSERT INTO file_provenance (path, sources, size, mtime_ms, written_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (path) DO UPDATE SET sources = excluded.sources, size = excluded.size,
+           mtime_ms = excluded.mtime_ms, written_at = excluded.written_at`,
+      )
+      .run(realPath, JSON.stringify(sources), stats.size, Math.trunc(stats.mtimeMs), now);
+  }
+
+  /** Forgets a file Magpie deleted. */
+  forgetFile(realPath: string): void {
+    this.db.prepare("DELETE FROM file_provenance WHERE path = ?").run(realPath);
+  }
+
+  /** Where the existing file at `realPath` came from, as far as Magpie's records say. */
+  fileOrigin(realPath: string): FileOrigin {
+    const stored = fileRow.one(
+      this.db.prepare("SELECT sources, size, mtime_ms FROM file_provenance WHERE path = ?").get(realPath),
+    );
+    if (!stored) return { trusted: false, sources: [] };
+    let stats: fs.Stats;
+    try {
+      stats = fs.statSync(realPath);
+    } catch {
+      return { trusted: false, sources: [] };
+    }
+    // Changed since Magpie wrote it: what it holds now is not what the record vouches for.
+    if (stats.size !== stored.size || Math.trunc(stats.mtimeMs) !== stored.mtime_ms)
+      return { trusted: false, sources: [] };
+    const sources = parseJson(stored.sources, sourcesSchema, `file_provenance of ${realPath}`);
+    return sources.length === 0 ? { trusted: true } : { trusted: false, sources };
+  }
+
+  /** Records a memory stored by a turn holding `sources`; an untainted owner's store clears the record. */
+  recordMemory(agent: string, key: string, sources: readonly UntrustedSource[], now = Date.now()): void {
+    if (sources.length === 0) {
+      this.forgetMemory(agent, key);
+      return;
+    }
+    this.db
+      .prepare(
+        `INSERT INTO memory_provenance (agent, key, sources, stored_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (agent, key) DO UPDATE SET sources = excluded.sources, stored_at = excluded.stored_at`,
+      )
+      .run(agent, key, JSON.stringify(sources), now);
+  }
+
+  forgetMemory(agent: string, key: string): void {
+    this.db.prepare("DELETE FROM memory_provenance WHERE agent = ? AND key = ?").run(agent, key);
+  }
+
+  /** The memories of `agent` stored by tainted turns, by key, with their turns' sources. */
+  taintedMemories(agent: string): Map<string, UntrustedSource[]> {
+    const rows = memoryRow.all(
+      this.db.prepare("SELECT key, sources FROM memory_provenance WHERE agent = ?").all(agent),
+    );
+    return new Map(
+      rows.map((stored) => [
+        stored.key,
+        parseJson(stored.sources, sourcesSchema, `memory_provenance of ${stored.key}`),
+      ]),
+    );
+  }
+}
