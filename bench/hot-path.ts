@@ -49,6 +49,20 @@ const CHATS = 8;
 const FIRST_CHAT = 9_000;
 const SKILLS = 6;
 const MARKER = /\bh(\d+)x(?: s(\d+) ([a-z_]+))?/;
+/** Words the messages are made of (those of the seeded history): each message asks about another pair. */
+const TOPICS = [
+  "backup",
+  "disk",
+  "garden",
+  "sensor",
+  "train",
+  "invoice",
+  "router",
+  "camera",
+  "dentist",
+  "weather",
+];
+const topic = (id: number, slot: number) => TOPICS[(id * 7 + slot * 3) % TOPICS.length]!;
 /** The tools of the step phases: the first is the target's. */
 const STEP_TOOLS = ["cron_list", "file_read"] as const;
 type StepTool = (typeof STEP_TOOLS)[number];
@@ -292,7 +306,7 @@ class Subject {
     this.telegram.pushMessage({
       chat: { id: chatId, type: "private" },
       from: { id: chatId },
-      text: `h${id}x${steps > 0 ? ` s${steps} ${tool}` : ""} please check the backup and the sensor before tomorrow`,
+      text: `h${id}x${steps > 0 ? ` s${steps} ${tool}` : ""} please check the ${topic(id, 1)} and the ${topic(id, 2)} before ${topic(id, 3)}`,
     });
     return done;
   }
