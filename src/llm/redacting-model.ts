@@ -24,7 +24,7 @@ const KEPT_TEXT_CHARS = 64_000;
  */
 function keptRedactions(redactor: TextRedactor): TextRedactor {
   if (redactor.size === undefined) return redactor;
-  let size = redactor.size;
+  let size: number | undefined = redactor.size;
   let chars = 0;
   const kept = new Map<string, string>();
   return {
