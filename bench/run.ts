@@ -9,6 +9,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   spend: () => import("./spend.js"),
   triggers: () => import("./triggers.js"),
   history: () => import("./history.js"),
+  "hot-path": () => import("./hot-path.js"),
   "output-filter": () => import("./output-filter.js"),
 };
 

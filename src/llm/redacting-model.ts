@@ -3,6 +3,51 @@ import type { ChatModel, CompletionRequest, RequestMessage } from "./types.js";
 /** The one method of the Redactor this needs (src/log/redact.ts). */
 export interface TextRedactor {
   redact(text: string): string;
+  /**
+   * How many secrets it knows (the Redactor's): secrets are only ever added, so while this is unchanged a text is
+   * redacted the same way. Without it nothing is kept between requests.
+   */
+  readonly size?: number;
+}
+
+/** Request texts whose redaction is kept, and their characters in all (past either, all are dropped). */
+const KEPT_TEXTS = 4096;
+const KEPT_CHARS = 4_000_000;
+/** Longer texts are redacted afresh each time (a one-off paste is not worth keeping). */
+const KEPT_TEXT_CHARS = 64_000;
+
+/**
+ * The redactor with each request text's redaction kept while the redactor's secrets are unchanged (issue 35, hot
+ * path): every request sends the system prompt and the chat's history again, and running every secret form and
+ * credential pattern over all of it, for each LLM call of a turn, grew with the history. A secret added (`size`
+ * changes) drops everything kept: the next request is redacted with it, history included.
+ */
+function keptRedactions(redactor: TextRedactor): TextRedactor {
+  if (redactor.size === undefined) return redactor;
+  let size: number | undefined = redactor.size;
+  let chars = 0;
+  const kept = new Map<string, string>();
+  return {
+    redact(text) {
+      if (redactor.size !== size) {
+        kept.clear();
+        chars = 0;
+        size = redactor.size;
+      }
+      const found = kept.get(text);
+      if (found !== undefined) return found;
+      const redacted = redactor.redact(text);
+      if (text.length <= KEPT_TEXT_CHARS) {
+        if (kept.size >= KEPT_TEXTS || chars + text.length > KEPT_CHARS) {
+          kept.clear();
+          chars = 0;
+        }
+        kept.set(text, redacted);
+        chars += text.length;
+      }
+      return redacted;
+    },
+  };
 }
 
 /** Each text redacted, for requests that send plain texts (embeddings). */
@@ -40,7 +85,8 @@ function redactMessage(message: RequestMessage, redactor: TextRedactor): Request
  * Redacts every message before it leaves for the provider (DESIGN.md: secrets never appear in LLM requests).
  * Tool results are redacted already; this also covers what a user typed, recalled memories and summaries.
  */
-export function redactingModel(model: ChatModel, redactor: TextRedactor): ChatModel {
+export function redactingModel(model: ChatModel, secrets: TextRedactor): ChatModel {
+  const redactor = keptRedactions(secrets);
   return {
     complete: (request: CompletionRequest, options) =>
       model.complete(

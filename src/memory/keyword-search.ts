@@ -12,6 +12,8 @@ const scoredRows = row(z.object({ id: z.number(), bm25: z.number() }), "keyword-
  * its IDF), so a term found in tens of thousands of memories would cost tens of milliseconds.
  */
 const POSTING_BUDGET = 2000;
+/** Terms whose document frequency is kept (cleared past this). */
+const FREQUENCIES_KEPT = 4096;
 
 /**
  * Keyword search with a bounded cost, whatever the store's size: each term's document frequency is probed
@@ -21,12 +23,20 @@ const POSTING_BUDGET = 2000;
  */
 export class KeywordSearch {
   private readonly probe: Statement;
+  private readonly structure: Statement;
+  /** The index's structure record the kept frequencies were probed under (null: nothing kept). */
+  private probedUnder: Buffer | null = null;
+  /** Each term's probed frequency: `count` rows came back for a probe of at most `limit`. */
+  private readonly frequencies = new Map<string, { count: number; limit: number }>();
   private readonly ranked: Statement;
   private readonly newest: Statement;
 
   // CROSS JOIN keeps the FTS results as the outer loop; otherwise the planner may walk every memory of
   // the agent (by index) and look each one up in the FTS results.
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
+    // FTS5's structure record (id 10 of its data table) changes with every write to the index, from any connection
+    // or process; a write still pending inside an open transaction is not in it yet (no frequency is kept then).
+    this.structure = db.prepare("SELECT block FROM memories_fts_data WHERE id = 10").pluck();
     this.probe = db.prepare("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?").pluck();
     this.ranked = db.prepare(
       `SELECT m.id AS id, f.score AS bm25 FROM (
@@ -48,7 +58,8 @@ export class KeywordSearch {
     if (terms.length === 0) return [];
     const fetch = limit * 4;
     const share = Math.floor(POSTING_BUDGET / terms.length);
-    const frequency = new Map(terms.map((term) => [term, this.probe.all(quoteTerm(term), share + 1).length]));
+    const kept = this.keptFrequencies();
+    const frequency = new Map(terms.map((term) => [term, this.frequency(term, share + 1, kept)]));
     const present = terms.filter((term) => frequency.get(term)! > 0);
     if (present.length === 0) return [];
     const selective = present.filter((term) => frequency.get(term)! <= share);
@@ -65,6 +76,39 @@ export class KeywordSearch {
     const seen = new Set(hits.map((hit) => hit.id));
     const more = this.rows(this.newest, present.map(quoteTerm).join(" OR "), fetch, agent, limit);
     return [...hits, ...more.filter((hit) => !seen.has(hit.id))].slice(0, limit);
+  }
+
+  /**
+   * The frequencies kept from earlier searches while the index is unchanged, else none (issue 35, hot path): every
+   * turn recalls, and the probes of a message's common words — each walks up to its share of the posting budget —
+   * were most of a recall's cost, asked again of an index no write had touched.
+   */
+  private keptFrequencies(): Map<string, { count: number; limit: number }> | null {
+    if (this.db.inTransaction) return null;
+    const structure = this.structure.get();
+    if (!Buffer.isBuffer(structure)) return null;
+    if (!this.probedUnder?.equals(structure)) {
+      this.frequencies.clear();
+      this.probedUnder = structure;
+    }
+    return this.frequencies;
+  }
+
+  /** `min(document frequency, limit)`: what a probe of at most `limit` rows returns, from `kept` when it tells. */
+  private frequency(
+    term: string,
+    limit: number,
+    kept: Map<string, { count: number; limit: number }> | null,
+  ): number {
+    const known = kept?.get(term);
+    // Exact when fewer than its limit came back; a floor otherwise, enough for a limit no higher.
+    if (known && (known.count < known.limit || limit <= known.limit)) return Math.min(known.count, limit);
+    const count = this.probe.all(quoteTerm(term), limit).length;
+    if (kept) {
+      if (kept.size >= FREQUENCIES_KEPT) kept.clear();
+      kept.set(term, { count, limit });
+    }
+    return count;
   }
 
   private rows(

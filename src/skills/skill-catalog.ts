@@ -1,12 +1,11 @@
-import { accessSync, constants, realpathSync, statSync } from "node:fs";
-import fs from "node:fs/promises";
+import { accessSync, constants, readdirSync, realpathSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { errorMessage } from "../lib/errors.js";
 import { judgePath, type SecurityLevel } from "../security/file-guard.js";
-import { isWithin, type PathScope, resolveToolPath } from "../security/path-resolver.js";
+import { expandHome, isWithin, type PathScope, resolveToolPath } from "../security/path-resolver.js";
 import type { SkillApproval, SkillApprovals } from "./skill-approvals.js";
 import { judgeSkillPath, RULES_INSIDE, readJudged, refusalOf, type SkillRefusal } from "./skill-files.js";
 import { SnapshotCache, type SnapshotResult, snapshotSkill } from "./skill-snapshot.js";
@@ -124,6 +123,8 @@ export class SkillCatalog {
   private readonly cache = new Map<string, CacheEntry>();
   private readonly reported = new Set<string>();
   private readonly snapshots = new SnapshotCache();
+  /** Each skills directory's verdict, by everything it depends on (`rootInputs`): the same inputs, the same verdict. */
+  private readonly rootVerdicts = new Map<string, SkillRefusal | null>();
 
   constructor(private readonly options: SkillCatalogOptions) {}
 
@@ -342,6 +343,12 @@ export class SkillCatalog {
   /**
    * A skills directory's entries, or null when it is missing or refused. A directory in the workspace is judged in
    * full; one configured in `skills.dirs` is the owner's choice, judged only for Magpie's state and key files.
+   *
+   * The list is read for every turn (issue 35, hot path): what the verdict depends on — the directory's real path,
+   * the real paths of the workspace and allowed paths, the scope and the level — is looked up with synchronous
+   * realpath and stat calls (microseconds each) and the verdict judged once per distinct set; the entries are read
+   * with `readdirSync`. Each awaited call through the thread pool cost a wake-up of the event loop, several
+   * milliseconds each on a loaded box.
    */
   private async openRoot(
     dir: string,
@@ -349,19 +356,31 @@ export class SkillCatalog {
     level: SecurityLevel,
     listing: SkillListing,
   ): Promise<{ dir: string; real: string; entries: string[] } | null> {
-    const resolved = await resolveToolPath(dir, scope).catch(() => null);
-    if (!resolved?.exists || !resolved.isDirectory) return null;
-    const inWorkspace = isWithin(path.resolve(dir), path.resolve(scope.workspace));
-    const findings = judgePath(resolved, "read", level, scope).filter(
-      (finding) => inWorkspace || RULES_INSIDE.has(finding.rule.id),
-    );
-    const refusal = refusalOf(findings, dir, dir, resolved.real, false);
+    const inputs = rootInputs(dir, scope, level);
+    if (!inputs) return null;
+    let real = inputs.real;
+    let refusal = this.rootVerdicts.get(inputs.key);
+    if (refusal === undefined) {
+      const resolved = await resolveToolPath(dir, scope).catch(() => null);
+      if (!resolved?.exists || !resolved.isDirectory) return null;
+      const inWorkspace = isWithin(path.resolve(dir), path.resolve(scope.workspace));
+      const findings = judgePath(resolved, "read", level, scope).filter(
+        (finding) => inWorkspace || RULES_INSIDE.has(finding.rule.id),
+      );
+      real = resolved.real;
+      refusal = refusalOf(findings, dir, dir, real, false);
+      // Kept only when nothing it depends on moved while it was judged.
+      if (resolved.real === inputs.real && rootInputs(dir, scope, level)?.key === inputs.key) {
+        if (this.rootVerdicts.size >= ROOT_VERDICTS_KEPT) this.rootVerdicts.clear();
+        this.rootVerdicts.set(inputs.key, refusal);
+      }
+    }
     if (refusal) {
       this.refuse({ ...refusal, dir }, listing);
       return null;
     }
     try {
-      return { dir, real: resolved.real, entries: (await fs.readdir(resolved.real)).sort() };
+      return { dir, real, entries: readdirSync(real).sort() };
     } catch {
       return null;
     }
@@ -418,6 +437,41 @@ export class SkillCatalog {
       ...skill.requires.env.filter((name) => !env[name]).map((name) => `variable ${name}`),
     ];
   }
+}
+
+/** Verdicts on skills directories kept at most (a few per configuration; cleared past this). */
+const ROOT_VERDICTS_KEPT = 64;
+
+/**
+ * What a skills directory's verdict depends on, read with synchronous calls: its real path (null when it is
+ * missing or not a directory, as `resolveToolPath` would find), the real paths of the workspace and the allowed
+ * paths (inside or outside the workspace), the scope and the level. `key` is all of it.
+ */
+function rootInputs(
+  dir: string,
+  scope: PathScope,
+  level: SecurityLevel,
+): { key: string; real: string } | null {
+  const lexical = path.resolve(scope.workspace, expandHome(dir, scope.home));
+  let real: string;
+  try {
+    real = realpathSync.native(lexical);
+    if (!statSync(real).isDirectory()) return null;
+  } catch {
+    return null;
+  }
+  // A root that doesn't exist holds no existing directory, whatever its parents resolve to.
+  const roots = [
+    scope.workspace,
+    ...scope.allowedPaths.map((entry) => path.resolve(scope.workspace, expandHome(entry, scope.home))),
+  ].map((root) => {
+    try {
+      return realpathSync.native(root);
+    } catch {
+      return null;
+    }
+  });
+  return { key: JSON.stringify([dir, lexical, real, roots, level, scope]), real };
 }
 
 /** A name as typed, cut short for a reply: a skill's name is at most 64 characters, so more is never one. */

@@ -4,6 +4,7 @@ import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { ChatMessage, ToolCall } from "../llm/types.js";
 import type { Db } from "./database.js";
+import { flushQueuedTrace } from "./trace.js";
 
 /**
  * One journaled step of a turn (DESIGN.md → Durable turns):
@@ -75,20 +76,28 @@ export class StepJournal {
     this.oldest = db.prepare("SELECT MIN(at) AS at FROM turn_steps WHERE turn_id = ?");
   }
 
+  /** Writes a step with the trace rows queued so far (its own step's among them), in one transaction. */
   append(turnId: string, step: JournalStep): void {
-    this.insert.run(
-      turnId,
-      turnId,
-      step.kind,
-      step.kind === "llm" ? null : step.callId,
-      bodyOf(step),
-      step.at,
-    );
+    this.db.transaction(() => {
+      this.insert.run(
+        turnId,
+        turnId,
+        step.kind,
+        step.kind === "llm" ? null : step.callId,
+        bodyOf(step),
+        step.at,
+      );
+      flushQueuedTrace(this.db);
+    })();
   }
 
   /** Runs `write` in one transaction (a step with the trace and ledger rows of the same step). */
   atomically<T>(write: () => T): T {
-    return this.db.transaction(write)();
+    return this.db.transaction(() => {
+      const result = write();
+      flushQueuedTrace(this.db);
+      return result;
+    })();
   }
 
   steps(turnId: string): JournalStep[] {

@@ -99,6 +99,8 @@ interface PendingRows {
   rows: unknown[][];
   scheduled: boolean;
   onError?: (error: unknown) => void;
+  /** Writes the queued rows (the first repository's `flush` on this connection). */
+  flush?: () => void;
 }
 const pendingRows = new WeakMap<Db, PendingRows>();
 
@@ -131,6 +133,7 @@ export class TraceRepository {
       pendingRows.set(db, pending);
     }
     if (onError) pending.onError = onError;
+    pending.flush ??= () => this.flush();
     this.pending = pending;
   }
 
@@ -282,6 +285,23 @@ export class TraceRepository {
       this.db.prepare("SELECT * FROM trace_events WHERE inbox_id = ? ORDER BY at, id").all(inboxId),
     );
     return rows.map(toRow);
+  }
+}
+
+/**
+ * Writes the trace rows queued on this connection now, inside the caller's transaction when there is one (issue 35,
+ * hot path): a step journal's row goes in one transaction with the trace rows of its step, instead of those rows
+ * taking a commit of their own a moment later. A failed write is reported like a queued one (`onError`) and does
+ * not fail the caller: the trace explains, it is not the record. Nothing when no trace is set up on `db`.
+ */
+export function flushQueuedTrace(db: Db): void {
+  const pending = pendingRows.get(db);
+  if (!pending?.flush || pending.rows.length === 0) return;
+  try {
+    pending.flush();
+  } catch (error) {
+    if (!pending.onError) throw error;
+    pending.onError(error);
   }
 }
 
