@@ -229,7 +229,9 @@ describe("file.magpie_state inside a directory the guard lets through", () => {
     const grep = JSON.parse(
       await harness.call("file_grep", { pattern: "magpie", path: parent, glob: "package.json" }),
     );
-    expect(grep.matches.filter((match: { path: string }) => match.path.startsWith(install))).toEqual([]);
+    // Inside the install directory, not a sibling whose name starts the same ("/work/ci2" beside "/work/ci").
+    const inside = (file: string) => file === install || file.startsWith(`${install}${path.sep}`);
+    expect(grep.matches.filter((match: { path: string }) => inside(match.path))).toEqual([]);
   });
 
   it("a grep of the workspace that contains a symlink to the config does not read it", async () => {
