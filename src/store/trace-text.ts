@@ -68,6 +68,8 @@ export function traceText(trace: MessageTrace, time: TimeFormat): string {
         lines.push(
           `${time(step.at)}    tool ${step.tool} · verdict ${step.verdict} · ${ms(step.durationMs)} · ${result}`,
         );
+        // The rule of two's sources (DESIGN → Security → Untrusted content): what the turn had read by then.
+        if (step.untrusted) lines.push(`${" ".repeat(23)}      untrusted: ${step.untrusted}`);
       }
     }
   }

@@ -379,6 +379,8 @@ export type TracedStep =
       ok: boolean;
       errorCode: string | null;
       durationMs: number;
+      /** The untrusted content the turn held when the call ran ("after reading https://…"), or null. */
+      untrusted: string | null;
     };
 
 export interface TracedDelivery {
@@ -518,6 +520,7 @@ export function traceOf(trace: TraceRepository, item: InboxItem): MessageTrace {
         ok: data.ok === true,
         errorCode: typeof data.errorCode === "string" ? data.errorCode : null,
         durationMs: Number(data.durationMs ?? 0),
+        untrusted: typeof data.untrusted === "string" ? data.untrusted : null,
       });
     }
   }

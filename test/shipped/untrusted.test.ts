@@ -140,6 +140,13 @@ describe("shipped build: untrusted content can't steer the owner's power", () =>
     await waitFor(() => telegram.sentTexts().includes("I did not send anything."), "the answer", 20_000);
     expect(JSON.parse(results[1]!)).toMatchObject({ error: { code: "approval.denied" } });
     expect(stolen).toEqual([]);
+    // `magpie trace last` names what the turn had read when it asked (the sources, under the call).
+    const trace = await bot.cli(["trace", "last"]);
+    expect(trace.code).toBe(0);
+    const lines = trace.stdout.split("\n");
+    const post = lines.findIndex((line) => /tool http_request · verdict denied/.test(line));
+    expect(post, trace.stdout).toBeGreaterThan(-1);
+    expect(lines[post + 1]).toContain(`untrusted: after reading ${siteUrl}/report`);
     llm.assertDone();
   });
 
