@@ -47,9 +47,6 @@ const JUSTIFIED: Record<string, string> = {
   "tools -> channels":
     "the message tools name their target channels and each channel's upload limits from the catalog, " +
     "so the tool's parameters list exactly the channels that exist",
-  "store -> core":
-    "type-only: the inbox, outbox and trace rows are the core's own records (InboundMessage, OutboundMessage, " +
-    "MessageOutcome); the store keeps them, the core owns their shape",
 };
 
 const ROOT = path.resolve(import.meta.dirname, "..");
