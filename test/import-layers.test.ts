@@ -47,6 +47,9 @@ const JUSTIFIED: Record<string, string> = {
   "tools -> channels":
     "the message tools name their target channels and each channel's upload limits from the catalog, " +
     "so the tool's parameters list exactly the channels that exist",
+  "config -> triggers":
+    "the trigger source catalog is the sources' plug-in registry: each source (src/triggers/sources/<key>.ts) brings " +
+    "its own `on` shape, so a new source is one file and one catalog line (source-catalog.test.ts)",
 };
 
 const ROOT = path.resolve(import.meta.dirname, "..");
