@@ -47,9 +47,9 @@ const JUSTIFIED: Record<string, string> = {
   "tools -> channels":
     "the message tools name their target channels and each channel's upload limits from the catalog, " +
     "so the tool's parameters list exactly the channels that exist",
-  "store -> core":
-    "type-only: the inbox, outbox and trace rows are the core's own records (InboundMessage, OutboundMessage, " +
-    "MessageOutcome); the store keeps them, the core owns their shape",
+  "config -> triggers":
+    "the trigger source catalog is the sources' plug-in registry: each source (src/triggers/sources/<key>.ts) brings " +
+    "its own `on` shape, so a new source is one file and one catalog line (source-catalog.test.ts)",
 };
 
 const ROOT = path.resolve(import.meta.dirname, "..");

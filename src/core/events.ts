@@ -1,5 +1,6 @@
 import diagnostics_channel from "node:diagnostics_channel";
 import type { LlmCallFields } from "../llm/llm-call.js";
+import type { MessageOutcome } from "../store/message-records.js";
 import type { TurnOrigin } from "./identity.js";
 
 /**
@@ -93,8 +94,8 @@ export interface DeliveryEvent extends EventBase {
   error?: string;
 }
 
-/** The outcome stored with an inbound message (DESIGN.md → Every message has an outcome). */
-export type MessageOutcome = "answered" | "failed" | "interrupted" | "refused" | "undeliverable";
+/** The outcome stored with an inbound message (DESIGN.md → Every message has an outcome); the store keeps it. */
+export type { MessageOutcome } from "../store/message-records.js";
 
 export interface MessageOutcomeEvent extends EventBase {
   inboxIds: number[];

@@ -1,9 +1,8 @@
 import { z } from "zod";
-import type { MessageOutcome } from "../core/events.js";
-import type { InboundMessage } from "../core/types.js";
 import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { Db } from "./database.js";
+import type { InboundMessage, MessageOutcome } from "./message-records.js";
 import { inboundMessageSchema, messageOutcomeSchema } from "./message-schemas.js";
 import { prepared } from "./prepared.js";
 

@@ -1,6 +1,11 @@
 import { z } from "zod";
-import type { MessageOutcome } from "../core/events.js";
-import type { Attachment, Button, InboundMessage, OutboundMessage } from "../core/types.js";
+import type {
+  Attachment,
+  Button,
+  InboundMessage,
+  MessageOutcome,
+  OutboundMessage,
+} from "./message-records.js";
 
 /**
  * The shapes of the messages the inbox and outbox keep as JSON, checked when read back instead of cast. Each is

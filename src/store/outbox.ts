@@ -1,8 +1,8 @@
 import { z } from "zod";
-import type { OutboundMessage, ReplyTarget } from "../core/types.js";
 import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { Db } from "./database.js";
+import type { OutboundMessage, ReplyTarget } from "./message-records.js";
 import { messageIdsSchema, outboundMessageSchema } from "./message-schemas.js";
 import { prepared } from "./prepared.js";
 

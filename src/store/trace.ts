@@ -1,10 +1,10 @@
 import type Database from "better-sqlite3";
 import { z } from "zod";
-import type { MessageOutcome } from "../core/events.js";
 import { parseJson } from "../lib/parse-json.js";
 import { row as rowOf } from "../lib/row.js";
 import type { Db } from "./database.js";
 import type { InboxItem } from "./inbox.js";
+import type { MessageOutcome } from "./message-records.js";
 
 /** What a trace row records (from the core's events). */
 const traceKindSchema = z.enum([

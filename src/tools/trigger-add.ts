@@ -1,18 +1,22 @@
 import { z } from "zod";
 import { TRIGGER_NAME, triggerActionSchema, triggerSourceSchema } from "../config/sections/triggers.js";
+import { triggerSources } from "../triggers/sources/index.js";
 import { creatorOf } from "./cron-shared.js";
 import { defineTool } from "./define-tool.js";
 import { triggerCall, triggersOf } from "./trigger-shared.js";
 
+/** The sources as trigger_add names them, from the catalog: "a, b, or c". */
+const sources = Object.values(triggerSources);
+const listensTo = sources.map((source) => source.listensTo);
+const sourceList = `${listensTo.slice(0, -1).join(", ")}, or ${listensTo.at(-1)}`;
+const onExamples = sources.map((source) => source.example).join(", ");
+
 export const triggerAddTool = defineTool({
   name: "trigger_add",
-  description:
-    'Make an event trigger: when an event arrives (webhook POST /hooks/<name>, an MQTT topic, a GPIO pin edge, a serial line matching a regex, or a cron check) and the CEL predicate `when` holds (e.g. "event.payload.temperature > 30.0"), send a message (template {{event.payload.x}}, no LLM), run a shell command, or run an assistant prompt. Reports to this chat by default. Returns the trigger.',
+  description: `Make an event trigger: when an event arrives (${sourceList}) and the CEL predicate \`when\` holds (e.g. "event.payload.temperature > 30.0"), send a message (template {{event.payload.x}}, no LLM), run a shell command, or run an assistant prompt. Reports to this chat by default. Returns the trigger.`,
   inputSchema: z.object({
     name: z.string().regex(TRIGGER_NAME).describe("Letters, digits, '-' and '_' (also the webhook path)."),
-    on: triggerSourceSchema.describe(
-      'One of {"webhook": {"secret"}}, {"mqtt": {"topic"}}, {"gpio": {"pin", "edge"?}}, {"serial": {"port", "match"}}, {"cron": "<expression>"}.',
-    ),
+    on: triggerSourceSchema.describe(`One of ${onExamples}.`),
     when: z
       .string()
       .min(1)

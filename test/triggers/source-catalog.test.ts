@@ -1,18 +1,16 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import {
-  type TriggerSource,
-  triggerSourceOptions,
-  triggerSourceSchema,
-} from "../../src/config/sections/triggers.js";
+import { z } from "zod";
+import { type TriggerSource, triggerSourceSchema } from "../../src/config/sections/triggers.js";
+import { triggerAddTool } from "../../src/tools/trigger-add.js";
 import { triggerSources } from "../../src/triggers/sources/index.js";
 
 /**
  * The trigger source catalog (docs/architecture.md → "Adding a trigger source"): a source is its module in
- * src/triggers/sources/<key>.ts, one line in that folder's index.ts and its `on` shape in the config section.
- * Nothing else in the code names a source: the engine, the runtime, `/triggers`, trigger_add and the authority
- * rule read the catalog.
+ * src/triggers/sources/<key>.ts (its behaviour and its `on` shape) and one line in that folder's index.ts.
+ * Nothing else in the code names a source: the config's `on` union, the engine, the runtime, `/triggers`,
+ * trigger_add and the authority rule read the catalog.
  */
 
 const SOURCES_DIR = path.resolve(import.meta.dirname, "../../src/triggers/sources");
@@ -27,15 +25,47 @@ describe("the trigger source catalog", () => {
   });
 
   it("derives the config's `on` union from the catalog: one option per source, each with its own key only", () => {
-    expect(Object.keys(triggerSourceOptions).sort()).toEqual(Object.keys(triggerSources).sort());
     expect(triggerSourceSchema.options).toHaveLength(Object.keys(triggerSources).length);
-    for (const [key, option] of Object.entries(triggerSourceOptions)) {
-      expect(Object.keys(option.shape)).toEqual([key]);
-      expect(triggerSourceSchema.options).toContain(option);
+    for (const [key, source] of Object.entries(triggerSources)) {
+      expect(Object.keys(source.on.shape)).toEqual([key]);
+      // The config's option is the module's own shape, not a copy kept beside it.
+      expect(triggerSourceSchema.options).toContain(source.on);
     }
     const refusal = triggerSourceSchema.safeParse({}).error?.issues[0]?.message ?? "";
     expect(refusal).toMatch(/^give exactly one of /);
     for (const key of Object.keys(triggerSources)) expect(refusal).toContain(key);
+  });
+
+  it("keeps each source's `on` shape in its own file: the config section spells none", () => {
+    const section = readFileSync(
+      path.resolve(import.meta.dirname, "../../src/config/sections/triggers.ts"),
+      "utf8",
+    );
+    const spelled = Object.keys(triggerSources).filter((key) => new RegExp(`\\b${key}: z\\.`).test(section));
+    expect(spelled).toEqual([]);
+    for (const key of moduleFiles) {
+      const text = readFileSync(path.join(SOURCES_DIR, `${key}.ts`), "utf8");
+      expect(text).toContain(`export const ${key}On = z.strictObject({`);
+      expect(text).toContain(`on: ${key}On,`);
+    }
+  });
+
+  it("names every source in trigger_add's description and its `on` parameter, from the catalog", () => {
+    const parameters = z.toJSONSchema(triggerAddTool.inputSchema, { io: "input" });
+    const onParameter = parameters.properties?.on;
+    const on = typeof onParameter === "object" ? (onParameter.description ?? "") : "";
+    for (const source of Object.values(triggerSources)) {
+      expect(triggerAddTool.description).toContain(source.listensTo);
+      expect(on).toContain(source.example);
+    }
+    // Derived, not hand-kept: a source added to the catalog is named without touching the tool.
+    const listed = Object.values(triggerSources).map((source) => source.listensTo);
+    expect(triggerAddTool.description).toContain(`(${listed.slice(0, -1).join(", ")}, or ${listed.at(-1)})`);
+    expect(on).toBe(
+      `One of ${Object.values(triggerSources)
+        .map((source) => source.example)
+        .join(", ")}.`,
+    );
   });
 
   it("finds the module of each `on` and no other", () => {

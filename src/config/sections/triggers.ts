@@ -1,60 +1,27 @@
 import { z } from "zod";
+import { triggerSources } from "../../triggers/sources/index.js";
 import { idSchema } from "./common.js";
 
 /** Trigger names are path segments (`POST /hooks/<name>`) and kv keys: letters, digits, '-' and '_'. */
 export const TRIGGER_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
-/**
- * The config's half of the trigger source catalog: the `on` shape of each source, by its key. Each key has its
- * module in `src/triggers/sources/<key>.ts` (problems, start/stop, the events it emits), listed in
- * `src/triggers/sources/index.ts`; test/triggers/source-catalog.test.ts keeps the three in step. The modules
- * can't bring their shapes here themselves: config sits below triggers (test/import-layers.test.ts).
- */
-export const triggerSourceOptions = {
-  webhook: z.strictObject({
-    webhook: z.strictObject({
-      /** The HMAC-SHA256 key the sender signs `"<X-Magpie-Timestamp>.<body>"` with. */
-      secret: z.string().min(16, "a webhook secret needs at least 16 characters"),
-    }),
-  }),
-  mqtt: z.strictObject({
-    mqtt: z.strictObject({
-      /** An MQTT topic filter; `+` and `#` wildcards. */
-      topic: z.string().min(1),
-      /** Another broker than the top-level `mqtt.url`. */
-      url: z.string().url().optional(),
-    }),
-  }),
-  gpio: z.strictObject({
-    gpio: z.strictObject({
-      /** A `hardware.pins` entry with an edge. */
-      pin: z.string().min(1),
-      /** Only these edges (default: every edge the pin reports). */
-      edge: z.enum(["rising", "falling", "both"]).optional(),
-    }),
-  }),
-  serial: z.strictObject({
-    serial: z.strictObject({
-      /** The serial device (`/dev/ttyACM0`) or a `hardware.boards` name. */
-      port: z.string().min(1),
-      baud: z.number().int().positive().optional(),
-      /** A regular expression a line must match; run by a linear-time engine (no backreferences or lookaround). */
-      match: z.string().min(1),
-    }),
-  }),
-  cron: z.strictObject({
-    /** A cron expression: the trigger's `when` is checked on this schedule. */
-    cron: z.string().min(1),
-  }),
-};
+/** The trigger source catalog (src/triggers/sources/index.ts): each source's module brings its own `on` shape. */
+type TriggerSources = typeof triggerSources;
 
 /** The `on` keys, in catalog order. */
-export const TRIGGER_SOURCE_KEYS = Object.keys(triggerSourceOptions);
+export const TRIGGER_SOURCE_KEYS = Object.keys(triggerSources);
 
-/** Where a trigger's events come from (DESIGN.md → Triggers): exactly one source of the catalog. */
-export const triggerSourceSchema = z.union(Object.values(triggerSourceOptions), {
-  error: `give exactly one of ${TRIGGER_SOURCE_KEYS.slice(0, -1).join(", ")} or ${TRIGGER_SOURCE_KEYS.at(-1)}`,
-});
+/**
+ * Where a trigger's events come from (DESIGN.md → Triggers): exactly one source of the catalog, each option the
+ * `on` shape its module brings (docs/architecture.md → "Adding a trigger source"; the arrow config → triggers is
+ * justified in test/import-layers.test.ts).
+ */
+export const triggerSourceSchema = z.union(
+  Object.values(triggerSources).map((source) => source.on),
+  {
+    error: `give exactly one of ${TRIGGER_SOURCE_KEYS.slice(0, -1).join(", ")} or ${TRIGGER_SOURCE_KEYS.at(-1)}`,
+  },
+);
 
 /** What a fired trigger does. */
 export const triggerActionSchema = z.union(
@@ -137,9 +104,7 @@ export const mqttSchema = z
 export type TriggerConfig = z.infer<typeof triggerSchema>;
 export type TriggersConfig = z.infer<typeof triggersSchema>;
 export type TriggerSource = z.infer<typeof triggerSourceSchema>;
-export type TriggerSourceKey = keyof typeof triggerSourceOptions;
-/** What `on.<key>` holds for source `key`. */
-export type TriggerSourceOn<K extends TriggerSourceKey> = Extract<TriggerSource, Record<K, unknown>>[K];
+export type TriggerSourceKey = keyof TriggerSources;
 export type TriggerAction = z.infer<typeof triggerActionSchema>;
 export type TriggerDeliver = z.infer<typeof triggerDeliverSchema>;
 export type MqttConfig = z.infer<typeof mqttSchema>;

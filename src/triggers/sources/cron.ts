@@ -1,9 +1,19 @@
+import { z } from "zod";
 import { compileCron, cronProblem } from "../../scheduler/cron-expression.js";
-import { defineSource } from "../trigger-source.js";
+import { defineSource, type TriggerSourceModule } from "../trigger-source.js";
+
+/** `on: {cron: …}`. */
+export const cronOn = z.strictObject({
+  /** A cron expression: the trigger's `when` is checked on this schedule. */
+  cron: z.string().min(1),
+});
 
 /** `on: {cron: <expression>}`: a check on a schedule (in `timezone`); the event carries the time it ran. */
-export const cronSource = defineSource({
+export const cronSource: TriggerSourceModule<"cron", typeof cronOn> = defineSource({
   key: "cron",
+  on: cronOn,
+  listensTo: "a cron check",
+  example: '{"cron": "<expression>"}',
   pick: (on) => ("cron" in on ? on.cron : undefined),
   describe: (expression) => expression,
   problems(expression, _trigger, _context, at) {

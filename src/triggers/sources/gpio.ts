@@ -1,13 +1,27 @@
+import { z } from "zod";
 import type { PinEdge } from "../../hardware/gpio-service.js";
 import { errorMessage } from "../../lib/errors.js";
-import { defineSource } from "../trigger-source.js";
+import { defineSource, type TriggerSourceModule } from "../trigger-source.js";
+
+/** `on: {gpio: …}`. */
+export const gpioOn = z.strictObject({
+  gpio: z.strictObject({
+    /** A `hardware.pins` entry with an edge. */
+    pin: z.string().min(1),
+    /** Only these edges (default: every edge the pin reports). */
+    edge: z.enum(["rising", "falling", "both"]).optional(),
+  }),
+});
 
 /**
  * `on: {gpio: {pin, edge?}}`: debounced edges of a `hardware.pins` entry with an `edge`, through the hardware
  * service (its one guard: only declared pins of configured boards). `hardware.watch` runs as these too.
  */
-export const gpioSource = defineSource({
+export const gpioSource: TriggerSourceModule<"gpio", typeof gpioOn> = defineSource({
   key: "gpio",
+  on: gpioOn,
+  listensTo: "a GPIO pin edge",
+  example: '{"gpio": {"pin", "edge"?}}',
   pick: (on) => ("gpio" in on ? on.gpio : undefined),
   reaches: { tool: "gpio", does: "reads a GPIO pin" },
   describe: (on) => `${on.pin}${on.edge ? ` ${on.edge}` : ""}`,

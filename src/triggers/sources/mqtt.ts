@@ -1,16 +1,30 @@
+import { z } from "zod";
 import type { TriggerSource } from "../../config/sections/triggers.js";
 import { sameBroker } from "../mqtt-broker.js";
 import { chatFilterProblem, topicFilterProblem } from "../mqtt-topic.js";
-import { defineSource } from "../trigger-source.js";
+import { defineSource, type TriggerSourceModule } from "../trigger-source.js";
 import { parseBody } from "../webhook-handler.js";
+
+/** `on: {mqtt: …}`. */
+export const mqttOn = z.strictObject({
+  mqtt: z.strictObject({
+    /** An MQTT topic filter; `+` and `#` wildcards. */
+    topic: z.string().min(1),
+    /** Another broker than the top-level `mqtt.url`. */
+    url: z.string().url().optional(),
+  }),
+});
 
 /**
  * `on: {mqtt: {topic, url?}}`: messages on a topic filter, through the runtime's MQTT hub. A trigger made in chat
  * uses the configured broker only (its credentials go nowhere else) and names at least one topic level; the
  * owner's config file may name another broker.
  */
-export const mqttSource = defineSource({
+export const mqttSource: TriggerSourceModule<"mqtt", typeof mqttOn> = defineSource({
   key: "mqtt",
+  on: mqttOn,
+  listensTo: "an MQTT topic",
+  example: '{"mqtt": {"topic"}}',
   pick: (on) => ("mqtt" in on ? on.mqtt : undefined),
   reaches: { tool: "mqtt_publish", does: "reads the MQTT broker" },
   usesBroker: true,

@@ -1,13 +1,28 @@
+import { z } from "zod";
 import { errorMessage } from "../../lib/errors.js";
 import { linearRegex } from "../linear-regex.js";
-import { defineSource } from "../trigger-source.js";
+import { defineSource, type TriggerSourceModule } from "../trigger-source.js";
+
+/** `on: {serial: …}`. */
+export const serialOn = z.strictObject({
+  serial: z.strictObject({
+    /** The serial device (`/dev/ttyACM0`) or a `hardware.boards` name. */
+    port: z.string().min(1),
+    baud: z.number().int().positive().optional(),
+    /** A regular expression a line must match; run by a linear-time engine (no backreferences or lookaround). */
+    match: z.string().min(1),
+  }),
+});
 
 /**
  * `on: {serial: {port, baud?, match}}`: lines of a configured board's port matching a pattern (run by a
  * linear-time engine), through the hardware service's serial manager (its one guard).
  */
-export const serialSource = defineSource({
+export const serialSource: TriggerSourceModule<"serial", typeof serialOn> = defineSource({
   key: "serial",
+  on: serialOn,
+  listensTo: "a serial line matching a regex",
+  example: '{"serial": {"port", "match"}}',
   pick: (on) => ("serial" in on ? on.serial : undefined),
   reaches: { tool: "serial", does: "reads a board's serial port" },
   describe: (on) => `${on.port} /${on.match}/`,
