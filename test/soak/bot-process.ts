@@ -94,7 +94,8 @@ export class BotProcess {
     this.child.kill("SIGTERM");
     const code = await this.exited;
     this.child = null;
-    if (code !== 0) console.error(`the bot exited ${code} after SIGTERM; its last log lines:\n${this.tail.join("\n")}`);
+    if (code !== 0)
+      console.error(`the bot exited ${code} after SIGTERM; its last log lines:\n${this.tail.join("\n")}`);
     return code;
   }
 }
