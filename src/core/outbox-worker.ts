@@ -44,6 +44,10 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = true;
+  /** Set by `stop()` (cleared by `start()`): a wait for delivery ends at once, nothing will deliver now. */
+  private halted = false;
+  /** Waits for delivery under way: `stop()` ends each with "pending" so none keeps a stopped process alive. */
+  private readonly waiters = new Set<() => void>();
   private readonly maxAttempts: number;
   private readonly retryForMs: number;
   private readonly baseDelayMs: number;
@@ -67,16 +71,21 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
     const current = this.options.outbox.get(outboxId);
     if (!current) return Promise.resolve("failed");
     if (current.status !== "pending") return Promise.resolve(current.status);
+    // A report queued during shutdown (a cron run interrupted by the stop) goes out at the next start.
+    if (this.halted) return Promise.resolve("pending");
     return new Promise((resolve) => {
       const finish = (status: "sent" | "failed" | "pending") => {
         clearTimeout(timer);
+        this.waiters.delete(onStop);
         this.off("delivery-succeeded", onSent);
         this.off("delivery-failed", onFailed);
         resolve(status);
       };
       const onSent = (item: { id: number }) => item.id === outboxId && finish("sent");
       const onFailed = (item: { id: number }) => item.id === outboxId && finish("failed");
-      const timer = setTimeout(() => finish("pending"), timeoutMs);
+      const onStop = () => finish("pending");
+      const timer = setTimeout(onStop, timeoutMs);
+      this.waiters.add(onStop);
       this.on("delivery-succeeded", onSent);
       this.on("delivery-failed", onFailed);
     });
@@ -84,6 +93,7 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
 
   start(): void {
     this.stopped = false;
+    this.halted = false;
     this.wake();
   }
 
@@ -120,8 +130,10 @@ export class OutboxWorker extends EventEmitter<OutboxEvents> {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.halted = true;
     clearTimeout(this.timer);
     if (this.running) await this.running;
+    for (const end of [...this.waiters]) end();
   }
 
   private scheduleNext(): void {

@@ -14,6 +14,8 @@ export class BotProcess {
   stderr = "";
   /** Log lines at warn and above, for the report when an invariant fails. */
   readonly problems: string[] = [];
+  /** The last log lines of the current run (every level), for the report when the exit code isn't 0. */
+  readonly tail: string[] = [];
 
   constructor(
     private readonly cwd: string,
@@ -33,6 +35,7 @@ export class BotProcess {
     });
     this.child = child;
     this.starts++;
+    this.tail.length = 0;
     this.exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
     let buffered = "";
     const port = new Promise<number>((resolve, reject) => {
@@ -51,6 +54,8 @@ export class BotProcess {
           const line = buffered.slice(0, newline);
           buffered = buffered.slice(newline + 1);
           newline = buffered.indexOf("\n");
+          this.tail.push(line);
+          if (this.tail.length > 60) this.tail.shift();
           const listening = /"port":(\d+)[^\n]*"msg":"http-listening"/.exec(line);
           if (listening) {
             clearTimeout(timer);
@@ -89,6 +94,8 @@ export class BotProcess {
     this.child.kill("SIGTERM");
     const code = await this.exited;
     this.child = null;
+    if (code !== 0)
+      console.error(`the bot exited ${code} after SIGTERM; its last log lines:\n${this.tail.join("\n")}`);
     return code;
   }
 }
