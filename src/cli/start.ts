@@ -7,6 +7,8 @@ import { recordInstance } from "../upgrade/instance.js";
 import type { CliEnv } from "./cli-env.js";
 
 const FORCE_EXIT_MS = 10_000;
+/** After a clean stop, how long an open handle may keep the process before it exits anyway (code 0). */
+const LINGER_MS = 2_000;
 
 /** `magpie start` / `magpie chat`: runs in the foreground until SIGTERM/SIGINT (or Ctrl-D in chat). */
 export async function runStart({
@@ -62,6 +64,15 @@ export async function runStart({
       // A reload under way finishes first (within the 10 s above).
       await stopReloads().catch(() => {});
       await app.stop();
+      clearTimeout(force);
+      // Everything Magpie runs has stopped. A handle left open past that (a killed command's pipe still held by
+      // a process of its group, a keep-alive socket) must not keep a clean stop waiting for the 10 s force-exit
+      // and its exit code 1: name what was open and exit 0.
+      const linger = setTimeout(() => {
+        logger.warn({ resources: process.getActiveResourcesInfo() }, "magpie-stopped-with-open-handles");
+        process.exit(0);
+      }, LINGER_MS);
+      linger.unref();
       resolveExit(0);
     } catch (error) {
       logger.error({ err: error }, "shutdown-failed");
