@@ -383,8 +383,7 @@ export async function sourcesOf(call: CallFacts): Promise<UntrustedSource[]> {
       ];
     case "composio":
       return [{ kind: "web", label: "a Composio app's answer" }];
-    // Not `shell`: its output in an owner's untainted turn is the owner's own command's (DESIGN lists the sources;
-    // a shell is already a sink once the turn is tainted, so what a tainted turn's command reads can't act).
+    // `shell` is judged from its command's words before it runs (src/security/shell-provenance.ts), in the registry.
     case "cron_runs":
       return [{ kind: "file", label: "output of earlier job runs" }];
     case "file_read":

@@ -8,6 +8,7 @@ import { safeParseJson } from "../lib/parse-json.js";
 import type { LlmToolSpec, ToolCall } from "../llm/types.js";
 import { GuardRefusal } from "../security/guard-refusal.js";
 import { ProvenanceStore } from "../security/provenance-store.js";
+import { recordShellWrites, type ShellReads, shellReads } from "../security/shell-provenance.js";
 import {
   existingTargets,
   notePage,
@@ -291,6 +292,11 @@ export class ToolRegistry implements ToolRuntime {
     }
     if (!rules) return await tool.execute(parsed.data, context);
     const existed = await existingTargets(tool, input, this.options.config, this.options.services.homeDir);
+    // A shell command's reads are judged before it runs: a file it writes and then reads is its own output.
+    const shell =
+      tool.name === "shell"
+        ? await shellReads(input, this.options.config, this.provenance, this.options.services.homeDir)
+        : undefined;
     let output: ToolOutput | undefined;
     let failure: unknown;
     try {
@@ -302,7 +308,7 @@ export class ToolRegistry implements ToolRuntime {
     } finally {
       // A guard's refusal did nothing and read nothing: it adds no source and records no write.
       if (!(failure instanceof GuardRefusal))
-        await this.afterCall(tool, input, output, callContext, rules, existed, failure !== undefined);
+        await this.afterCall(tool, input, output, callContext, rules, existed, failure !== undefined, shell);
     }
   }
 
@@ -326,6 +332,7 @@ export class ToolRegistry implements ToolRuntime {
     provenance: NonNullable<ToolCallContext["turnApprovals"]>["provenance"],
     existed: ReadonlySet<string>,
     failed: boolean,
+    shell?: ShellReads,
   ): Promise<void> {
     const call = {
       tool,
@@ -342,6 +349,11 @@ export class ToolRegistry implements ToolRuntime {
       notePage(tool, call.output, provenance, failed);
       if (output !== undefined) await recordWrites(call, provenance, existed);
       for (const source of await sourcesOf(call)) provenance.add(source);
+      if (shell) {
+        // Partial output of a command that failed or timed out is output too.
+        for (const source of shell.sources) provenance.add(source);
+        recordShellWrites(shell, provenance, this.provenance);
+      }
     } catch (error) {
       // A file without a record counts as untrusted later: failing to record is the safe side.
       this.options.logger.warn({ err: error, tool: tool.name }, "provenance-record-failed");
