@@ -100,7 +100,8 @@ describe("shipped build: pinned skills and pinned MCP packages", () => {
     const unknown = await bot.cli(["skills", "approve", "nope"]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("there is no skill named 'nope' (skills: deploy)");
-  });
+    // Seven CLI starts and two turns: 11 s on a quiet machine, past the 20 s default under a loaded suite.
+  }, 60_000);
 
   it("magpie config check refuses an MCP server started through npx without an exact version, with the fix", async () => {
     const configFile = path.join(bot.dir, "unpinned.yaml");
