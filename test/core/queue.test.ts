@@ -128,7 +128,8 @@ describe("router queue", () => {
     const { llm, channel, app } = harness;
     llm!.script(reply.hang());
     await channel!.receive("one");
-    await tick(50);
+    // The first turn is at the model (a fixed wait let /stop arrive first on a loaded machine).
+    await vi.waitFor(() => expect(llm!.requests).toHaveLength(1), { timeout: 10_000 });
     await channel!.receive("two");
     await channel!.receive("/stop");
     await channel!.waitForSent(1);
