@@ -166,10 +166,13 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         { code: failure.code, status: failure.status, err: error, session: input.context.sessionKey },
         "llm-call-failed",
       );
+      // Tools that already ran stay in history (their calls, their results, then the failure the chat was told):
+      // the next turn's model sees what was done and doesn't do it again.
+      if (newMessages.length > 1) newMessages.push({ role: "assistant", content: failure.userMessage });
       return {
         status: "error",
         reply: failure.userMessage,
-        newMessages: [userMessage],
+        newMessages,
         iterations: iteration,
         toolCalls,
         errorCode: failure.code,
