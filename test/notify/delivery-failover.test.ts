@@ -3,8 +3,8 @@ import { deliveryFailoverFeature } from "../../src/app/delivery-failover-feature
 import type { MagpieFeature } from "../../src/app/feature.js";
 import { metricsFeature } from "../../src/app/metrics-feature.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
-import type { Scheduler } from "../../src/scheduler/scheduler.js";
 import { ChannelSendError } from "../../src/lib/errors.js";
+import type { Scheduler } from "../../src/scheduler/scheduler.js";
 import { TraceRepository, traceOf } from "../../src/store/trace.js";
 import { timeFormat, traceText } from "../../src/store/trace-text.js";
 import { type NtfyFake, startNtfyFake } from "../fakes/ntfy.js";
