@@ -159,9 +159,15 @@ describe("shipped build: a rule-of-two approval pending at a SIGKILL", () => {
       "the second press answered",
       20_000,
     );
+    const refusal = await waitFor(
+      () => telegram.sentTexts().find((text) => text.includes(`Approval ${approve.slice(8)} is already`)),
+      "the second press refused",
+      20_000,
+    );
+    expect(refusal).toContain("already approved");
     expect(posted).toHaveLength(1);
     expect(prompts()).toHaveLength(2);
-    expect(telegram.callsOf("sendMessage").length - before).toBeLessThanOrEqual(1);
+    expect(telegram.callsOf("sendMessage").length - before).toBe(1);
     llm.assertDone();
   }, 90_000);
 });
