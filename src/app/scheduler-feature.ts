@@ -32,6 +32,7 @@ export const schedulerFeature: MagpieFeature = {
       authority,
       events: app.events,
       failover: () => app.services.deliveryFailover,
+      kv: app.store.kv,
     });
     const messaging: MessagingService = {
       messenger: app.messenger,

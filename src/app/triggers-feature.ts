@@ -102,6 +102,7 @@ async function loadRuntime(
         logger,
         maxMessageLength: (channel) => app.channels.get(channel)?.capabilities.maxMessageLength ?? 4_000,
         note: (note) => void app.messenger.note(note),
+        kv: app.store.kv,
       }),
       runTimeoutMs: config.cron.runTimeoutSecs * 1000,
     }),

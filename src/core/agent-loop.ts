@@ -166,10 +166,13 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         { code: failure.code, status: failure.status, err: error, session: input.context.sessionKey },
         "llm-call-failed",
       );
+      // Tools that already ran stay in history (their calls, their results, then the failure the chat was told):
+      // the next turn's model sees what was done and doesn't do it again.
+      if (newMessages.length > 1) newMessages.push({ role: "assistant", content: failure.userMessage });
       return {
         status: "error",
         reply: failure.userMessage,
-        newMessages: [userMessage],
+        newMessages,
         iterations: iteration,
         toolCalls,
         errorCode: failure.code,
@@ -344,11 +347,12 @@ async function replayJournal(
           output = outcomeUnknownText(call.function.name);
           journal.write({ kind: "result", callId: call.id, output, at: journal.now() });
           unknown++;
+          await deps.tools.replayed?.(call, output, input.context);
         } else {
           if (started.has(call.id)) rerun++;
           output = await runCall(deps, input, call);
         }
-      }
+      } else await deps.tools.replayed?.(call, output, input.context);
       // The loop guard counts what the model asked for and got an answer to. A call cut off by a crash (its outcome
       // unknown) does not count: asking for it again after checking is the designed answer to the crash, and a
       // turn cut off by several restarts in a row would otherwise end as a "loop" for doing just that.

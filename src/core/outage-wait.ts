@@ -154,6 +154,9 @@ export class OutageWaits {
   }
 }
 
+/** The kv key of a chat's stored outage (start-up recovery drops the outage of a chat whose parked turn ended). */
+export const outageKey = (sessionKey: string): string => keyOf(sessionKey);
+
 function keyOf(sessionKey: string): string {
   return `outage:${sessionKey}`;
 }

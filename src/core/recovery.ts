@@ -5,6 +5,7 @@ import { describeDoneSteps } from "../store/step-journal.js";
 import type { Clock } from "./clock.js";
 import { type EventPublisher, NO_EVENTS } from "./events.js";
 import { INTERRUPTED_REPLY } from "./no-llm.js";
+import { outageKey } from "./outage-wait.js";
 import { settleOutcome } from "./outcomes.js";
 import { replyTargetOf } from "./session-key.js";
 
@@ -59,6 +60,32 @@ export function recoverInbox(deps: {
   let notices = 0;
   const now = clock.now();
   const ended = new Set<number>();
+  /** One "interrupted" notice for a turn that can't resume, naming what its journals say was done. */
+  const endInterrupted = (items: InboxItem[], journalIds: string[]) => {
+    const last = items[items.length - 1]!;
+    const { replyToMessageId, ...target } = replyTargetOf(last.message);
+    const done = describeDoneSteps(journalIds.flatMap((journalId) => store.journal.steps(journalId)));
+    store.db.transaction(() => {
+      store.outbox.enqueue(
+        last.message.note ? target : { ...target, replyToMessageId },
+        { text: interruptedNotice(done), format: "plain" },
+        { origin: "notice", inboxId: last.id, at: now },
+      );
+      store.inbox.setStatus(
+        items.map((item) => item.id),
+        "interrupted",
+        now,
+      );
+      for (const journalId of journalIds) store.journal.clear(journalId);
+      settleOutcome(
+        store,
+        deps.events ?? NO_EVENTS,
+        items.map((item) => item.id),
+        "interrupted",
+        "resume.expired",
+      );
+    })();
+  };
   for (const items of cutOff.values()) {
     const first = items[0]!;
     const journalId = chatTurnJournalId(first.id);
@@ -73,32 +100,33 @@ export function recoverInbox(deps: {
       continued += items.length;
       continue;
     }
-    const last = items[items.length - 1]!;
-    const { replyToMessageId, ...target } = replyTargetOf(last.message);
-    const done = describeDoneSteps(store.journal.steps(journalId));
-    store.db.transaction(() => {
-      store.outbox.enqueue(
-        last.message.note ? target : { ...target, replyToMessageId },
-        { text: interruptedNotice(done), format: "plain" },
-        { origin: "notice", inboxId: last.id, at: now },
-      );
-      store.inbox.setStatus(
-        items.map((item) => item.id),
-        "interrupted",
-        now,
-      );
-      store.journal.clear(journalId);
-      settleOutcome(
-        store,
-        deps.events ?? NO_EVENTS,
-        items.map((item) => item.id),
-        "interrupted",
-        "resume.expired",
-      );
-    })();
+    endInterrupted(items, [journalId]);
     for (const item of items) ended.add(item.id);
     interrupted += items.length;
     notices++;
+  }
+  // A turn parked by an outage (or set back to pending by a recovery that died before running it) left its
+  // messages pending with their journal: it resumes after a restart only while that journal is young enough, like a
+  // cut-off turn. Older, its messages end "interrupted" with one notice per session naming what was done; the
+  // session's later messages are answered as usual.
+  const stale = new Map<string, InboxItem[]>();
+  for (const item of unfinished) {
+    if (item.status !== "pending" || live.has(item.id)) continue;
+    const startedAt = store.journal.startedAt(chatTurnJournalId(item.id));
+    if (startedAt === null || now - startedAt <= deps.resumeWithinMs) continue;
+    stale.set(item.sessionKey, [...(stale.get(item.sessionKey) ?? []), item]);
+  }
+  for (const [sessionKey, items] of stale) {
+    endInterrupted(
+      items,
+      items.map((item) => chatTurnJournalId(item.id)),
+    );
+    for (const item of items) ended.add(item.id);
+    interrupted += items.length;
+    notices++;
+    // Nothing of the session waits for the model any more: its outage (and the notice it stands for) is over.
+    if (!unfinished.some((item) => item.sessionKey === sessionKey && !ended.has(item.id)))
+      store.kv.delete(outageKey(sessionKey));
   }
   let resumed = 0;
   // In id order: a resumed turn's messages come before those that waited behind it, and are collected with them.

@@ -88,6 +88,11 @@ export interface ToolRuntime {
    * it again. Absent: no call is read-only.
    */
   isReadOnly?(call: ToolCall): boolean;
+  /**
+   * A call's journaled result, put back into its resumed turn without running it: what it brought into the turn
+   * (the rule of two's untrusted sources) counts again. Absent: nothing to note.
+   */
+  replayed?(call: ToolCall, output: string, context: ToolCallContext): Promise<void>;
   /** Runs one call; never throws — failures come back as text for the model. */
   execute(call: ToolCall, allowedTools: string[], context: ToolCallContext): Promise<string>;
 }

@@ -39,6 +39,25 @@ export function markSentElsewhere(kv: Store["kv"], outboxId: number, path: strin
   kv.set(copyKey(outboxId), { path });
 }
 
+/** The kv key of the other paths the same report goes out on (see `markAlsoSentVia`). */
+const alsoKey = (outboxId: number) => `failover:also:${outboxId}`;
+const alsoSchema = z.object({ paths: z.array(z.string()) });
+
+/**
+ * Records that the same report also goes out through `path` (a job's or trigger's own `deliver: {ntfy: true}`):
+ * should the chat copy become undeliverable, that fallback path counts as delivered and nothing is sent on it
+ * again — the owner would get the report twice there. Written right after the item is queued, before it can be
+ * attempted; `sent: false` takes it back when that send failed, so the failover still tries the path. (A failover
+ * that runs while the path's own send is still under way skips it too: a path that then fails is down for both.)
+ */
+export function markAlsoSentVia(kv: Store["kv"], outboxId: number, path: string, sent = true): void {
+  const paths = new Set(kv.get(alsoKey(outboxId), alsoSchema)?.paths ?? []);
+  if (sent) paths.add(path);
+  else paths.delete(path);
+  if (paths.size > 0) kv.set(alsoKey(outboxId), { paths: [...paths] });
+  else kv.delete(alsoKey(outboxId));
+}
+
 /** Outbox origins that are never redirected: a pairing code or an approval prompt belongs to its chat alone. */
 const NEVER_REDIRECTED = new Set(["pairing", "approval"]);
 
@@ -152,8 +171,16 @@ export class DeliveryFailover {
       const text = `${item.message.text}\n\n— Magpie could not deliver this to ${from} (${(item.lastError ?? "refused").slice(0, 200)}). Trace: ${traceId}`;
       const tried: Array<{ path: string; error?: string }> = [];
       let delivered: string | null = null;
+      const also = store.kv.get(alsoKey(item.id), alsoSchema)?.paths ?? [];
+      let already: string | undefined;
       for (const path of fallback) {
         if (path === from) continue; // the path that just failed
+        if (also.includes(path)) {
+          // The same report already went out here (the job's own delivery): the owner has it, once.
+          already = path;
+          delivered = path;
+          break;
+        }
         try {
           await this.sendVia(path, text, from);
           tried.push({ path });
@@ -170,7 +197,12 @@ export class DeliveryFailover {
         outboxId: item.id,
         channel: item.target.channel,
         chatId: item.target.chatId,
-        data: { path: delivered, tried: tried.map((entry) => entry.path), errors: tried },
+        data: {
+          path: delivered,
+          tried: tried.map((entry) => entry.path),
+          errors: tried,
+          ...(already ? { already } : {}),
+        },
       });
       if (delivered) logger.warn({ outboxId: item.id, from, path: delivered }, "delivery-failed-over");
       else logger.error({ outboxId: item.id, from, tried }, "delivery-failover-exhausted");

@@ -6,7 +6,9 @@ import type { Messenger } from "../core/messenger.js";
 import type { Approver, ToolRuntime } from "../core/tool-runtime.js";
 import type { ReplyTarget } from "../core/types.js";
 import { errorMessage } from "../lib/errors.js";
+import { markAlsoSentVia } from "../notify/delivery-failover.js";
 import type { Notifier } from "../notify/pushover.js";
+import type { Store } from "../store/index.js";
 import type { JobCreator } from "./job.js";
 import { shellOutputText } from "./report.js";
 
@@ -109,6 +111,8 @@ export interface ActionRunnerDeps {
   maxMessageLength?: (channel: string) => number;
   /** Puts a note into a chat's session (a follow-up turn there): needed by `followUp` deliveries. */
   note?: (note: SessionNote) => void;
+  /** Where a delivery's chat copy records the phone paths it also went out on (the delivery failover skips them). */
+  kv?: Store["kv"];
 }
 
 /** What a command action reaches. */
@@ -273,6 +277,7 @@ export function createActionRunner(deps: ActionRunnerDeps): ActionRunner {
     async deliver(from, to, text) {
       const logger = deps.logger;
       const chat = to.chat;
+      let chatCopy: number | undefined;
       if (chat) {
         if (to.recheck !== false && !mayDeliverNow(deps.authority(), chat)) {
           // The allowlist changed since the action was made: nothing is ever posted there.
@@ -297,14 +302,19 @@ export function createActionRunner(deps: ActionRunnerDeps): ActionRunner {
           const max = deps.maxMessageLength?.(chat.channel) ?? 4_000;
           const body = text.length > max ? `${text.slice(0, max - 1)}…` : text;
           if (!deps.messenger) throw new Error("no messenger to deliver with");
-          deps.messenger.send(chat, { text: body }, "notice");
+          chatCopy = deps.messenger.send(chat, { text: body }, "notice");
         }
       }
       const phones = (["pushover", "ntfy"] as const).filter((provider) => to[provider]);
       if (phones.length > 0 && deps.notifier) {
+        // Known before the chat copy can fail over: the same text goes out on these paths.
+        for (const provider of phones)
+          if (chatCopy !== undefined && deps.kv) markAlsoSentVia(deps.kv, chatCopy, provider);
         try {
           await deps.notifier.send({ title: `Magpie: ${from.id}`, message: text.slice(0, 1_000) }, phones);
         } catch (error) {
+          for (const provider of phones)
+            if (chatCopy !== undefined && deps.kv) markAlsoSentVia(deps.kv, chatCopy, provider, false);
           logger?.warn({ [from.kind]: from.id, error: errorMessage(error) }, `${from.kind}-phone-failed`);
           throw error;
         }

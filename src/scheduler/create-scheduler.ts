@@ -4,7 +4,7 @@ import type { EventPublisher } from "../core/events.js";
 import type { AuthorityPort } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
 import type { Notifier } from "../notify/pushover.js";
-import type { Db } from "../store/index.js";
+import type { Db, Store } from "../store/index.js";
 import type { OutboxRepository } from "../store/outbox.js";
 import { RunDelivery } from "./delivery.js";
 import type { JobExecutor } from "./job-executor.js";
@@ -30,6 +30,8 @@ export function createScheduler(options: {
   events?: EventPublisher;
   /** The delivery-failover lookup (read at settle time): a report it delivered gets no separate alert. */
   failover?: () => ((outboxId: number) => Promise<string | null | undefined>) | undefined;
+  /** Where a report's chat copy records the phone paths it also went out on (see RunDelivery). */
+  kv?: Store["kv"];
 }): Scheduler {
   const jobs = new JobStore(options.db);
   const delivery = new RunDelivery({
@@ -41,6 +43,7 @@ export function createScheduler(options: {
     maxMessageLength: (channel) => options.maxMessageLength?.(channel) ?? DEFAULT_MESSAGE_LENGTH,
     authority: options.authority,
     ...(options.failover ? { failover: options.failover } : {}),
+    ...(options.kv ? { kv: options.kv } : {}),
   });
   return new Scheduler({
     jobs,

@@ -2,7 +2,9 @@ import type { Logger } from "pino";
 import type { AuthorityPort } from "../core/identity.js";
 import type { Messenger } from "../core/messenger.js";
 import { errorMessage } from "../lib/errors.js";
+import { markAlsoSentVia } from "../notify/delivery-failover.js";
 import type { Notifier } from "../notify/pushover.js";
+import type { Store } from "../store/index.js";
 import type { OutboxRepository } from "../store/outbox.js";
 import { deliverRuleText, mayDeliverNow } from "./action-runner.js";
 import type { DeliveryResult, Job, JobRun } from "./job.js";
@@ -24,6 +26,8 @@ export interface DeliveryDeps {
    * failover for it). When one delivered it, the owner already has the report: no separate alert goes out.
    */
   failover?: () => ((outboxId: number) => Promise<string | null | undefined>) | undefined;
+  /** Where a report's chat copy records the phone paths it also went out on (the failover skips them). */
+  kv?: Store["kv"];
 }
 
 /** The phone providers a job can deliver to, each a `deliver` flag and a `DeliveryResult` field. */
@@ -80,6 +84,11 @@ export class RunDelivery {
         result.chat = { outboxId: -1, status: "failed", error: errorMessage(error) };
       }
     }
+    // The chat copy is queued: before it can fail over, it knows the phone paths the report also goes out on.
+    const chatCopy = result.chat && result.chat.outboxId >= 0 ? result.chat.outboxId : undefined;
+    for (const provider of PHONE_PROVIDERS)
+      if (job.deliver[provider] && chatCopy !== undefined && this.deps.kv)
+        markAlsoSentVia(this.deps.kv, chatCopy, provider);
     for (const provider of PHONE_PROVIDERS) {
       if (!job.deliver[provider]) continue;
       try {
@@ -87,6 +96,7 @@ export class RunDelivery {
         await notifier.send({ ...report, priority: outcome.status === "ok" ? 0 : 1 }, [provider]);
         result[provider] = { status: "sent" };
       } catch (error) {
+        if (chatCopy !== undefined && this.deps.kv) markAlsoSentVia(this.deps.kv, chatCopy, provider, false);
         const notConfigured =
           error instanceof Error && "code" in error && error.code === `${provider}.not_configured`;
         result[provider] = {
@@ -149,6 +159,8 @@ export class RunDelivery {
     if (!item || item.status === "pending") return;
     const delivery: DeliveryResult = { ...run.delivery };
     if (item.status === "sent") {
+      for (const provider of PHONE_PROVIDERS)
+        if (this.deps.kv) markAlsoSentVia(this.deps.kv, item.id, provider, false);
       delivery.chat = { ...chat, status: "sent" };
       this.deps.jobs.setDelivery(runId, delivery, phoneFailed(delivery) ? "failed" : "delivered");
       return;

@@ -210,6 +210,40 @@ export class ToolRegistry implements ToolRuntime {
     return parsed.success && tool.readOnlyFor(parsed.data);
   }
 
+  /**
+   * A journaled call's result put back into its resumed turn (DESIGN.md → Durable turns): the untrusted sources it
+   * brought in count again, so the rule of two still asks (or refuses) after a restart. A call whose outcome is
+   * unknown counts as failed: its sources (a server's answer) may have come in.
+   */
+  async replayed(call: ToolCall, output: string, callContext: ToolCallContext): Promise<void> {
+    const provenance = callContext.turnApprovals?.provenance;
+    const tool = this.tools.get(call.function.name);
+    if (!provenance || !tool || output.startsWith('{"ok":false,"refused":true')) return;
+    const parsed = safeParseJson(call.function.arguments || "{}", tool.inputSchema);
+    if (!parsed.success) return;
+    const input: Record<string, unknown> =
+      typeof parsed.data === "object" && parsed.data !== null
+        ? Object.fromEntries(Object.entries(parsed.data))
+        : {};
+    const failed = output.startsWith('{"ok":false');
+    try {
+      notePage(tool, output, provenance, failed);
+      const sources = await sourcesOf({
+        tool,
+        input,
+        failed,
+        output,
+        agent: callContext.agent,
+        config: this.options.config,
+        homeDir: this.options.services.homeDir,
+        store: this.provenance,
+      });
+      for (const source of sources) provenance.add(source);
+    } catch (error) {
+      this.options.logger.warn({ err: error, tool: tool.name }, "provenance-replay-failed");
+    }
+  }
+
   private async run(
     call: ToolCall,
     allowedTools: string[],
@@ -396,19 +430,13 @@ export class ToolRegistry implements ToolRuntime {
         `The owner denied an action in this turn after untrusted content (${why}), so '${tool.name}' was not asked about and nothing was done. Don't try it another way; answer the owner in this chat.`,
       );
     }
-    const { timeoutSecs } = this.options.config.security.approvals;
-    const ask = () =>
-      this.options.approvals.request({
-        sessionKey: callContext.sessionKey,
-        target: approver.target,
-        approver: approver.identity,
-        tool: tool.name,
-        action: `${this.options.services.redactor.redact(sink.action)}\n\n${exact}`,
-        reason: `${sink.rule}: untrusted content, ${why}`,
-        timeoutMs: timeoutSecs * 1000,
-        signal: callContext.signal,
-      });
-    const decision = callContext.whileWaiting ? await callContext.whileWaiting(ask) : await ask();
+    const decision = await this.askOwner(
+      tool,
+      `${this.options.services.redactor.redact(sink.action)}\n\n${exact}`,
+      `${sink.rule}: untrusted content, ${why}`,
+      approver,
+      callContext,
+    );
     audit.verdict =
       decision === "approved" ? "approved" : decision === "timeout" ? "timeout" : "denied-by-user";
     if (decision === "approved") return true;
@@ -493,7 +521,7 @@ export class ToolRegistry implements ToolRuntime {
     audit: AuditEntry,
     classes: readonly string[] = [`${reason} ${tool.name} ${action}`],
   ): Promise<ApprovalDecision> {
-    const { require, timeoutSecs } = this.options.config.security.approvals;
+    const { require } = this.options.config.security.approvals;
     const needed = require.includes(reason) || (reason.startsWith("risk:") && require.includes(tool.name));
     if (!needed) return "approved";
     const turn = callContext.turnApprovals;
@@ -513,8 +541,29 @@ export class ToolRegistry implements ToolRuntime {
         `'${tool.name}' needs an owner's approval (${reason}, security.approvals.require) and there is no one to ask in this ${callContext.origin === "user" ? "guest's turn" : `${callContext.origin} turn`}; nothing was done.`,
       );
     }
-    // A resumed turn (DESIGN.md → Durable turns): a decision made before the cut-off stands; a pending request
-    // is asked again under its id.
+    const decision = await this.askOwner(tool, action, reason, approver, callContext);
+    audit.verdict =
+      decision === "approved" ? "approved" : decision === "timeout" ? "timeout" : "denied-by-user";
+    if (decision !== "approved") {
+      audit.outcome = "denied";
+      for (const actionClass of classes) turn?.deny(actionClass);
+    }
+    return decision;
+  }
+
+  /**
+   * Puts one approval to the owner — every approval a call needs (the rule of two's, `security.approvals.require`,
+   * a guard's Warn) goes through here, journaled in a journaled turn (DESIGN.md → Durable turns): a decision made
+   * before a cut-off stands, a pending request is asked again under its id. A turn waiting for a person holds no
+   * maxConcurrentTurns slot.
+   */
+  private async askOwner(
+    tool: Tool,
+    action: string,
+    reason: string,
+    approver: NonNullable<ToolCallContext["approver"]>,
+    callContext: ToolCallContext,
+  ): Promise<ApprovalDecision> {
     const steps = callContext.approvalSteps;
     const earlier = steps?.next();
     let askedId = earlier?.approvalId;
@@ -526,7 +575,7 @@ export class ToolRegistry implements ToolRuntime {
         tool: tool.name,
         action,
         reason,
-        timeoutMs: timeoutSecs * 1000,
+        timeoutMs: this.options.config.security.approvals.timeoutSecs * 1000,
         signal: callContext.signal,
         ...(earlier ? { id: earlier.approvalId } : {}),
         ...(steps && !earlier
@@ -538,18 +587,11 @@ export class ToolRegistry implements ToolRuntime {
             }
           : {}),
       });
-    // A turn waiting for a person holds no maxConcurrentTurns slot.
     const decision =
       earlier?.decision ?? (callContext.whileWaiting ? await callContext.whileWaiting(ask) : await ask());
     // A request cut off by a shutdown keeps no decision: the resumed turn asks again.
     if (steps && askedId && !earlier?.decision && !callContext.signal.aborted)
       steps.decided(askedId, decision);
-    audit.verdict =
-      decision === "approved" ? "approved" : decision === "timeout" ? "timeout" : "denied-by-user";
-    if (decision !== "approved") {
-      audit.outcome = "denied";
-      for (const actionClass of classes) turn?.deny(actionClass);
-    }
     return decision;
   }
 }

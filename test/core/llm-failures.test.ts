@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { NO_LLM_REPLY } from "../../src/core/no-llm.js";
-import { reply } from "../fakes/openai.js";
+import { type ChatRequestBody, reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
 
 let harness: TestApp | undefined;
@@ -44,6 +44,32 @@ describe("LLM failures become a short reply, never a crash or silence", () => {
     await harness.channel!.receive("hello");
     const [sent] = await harness.channel!.waitForSent(1);
     expect(sent!.message.text).toMatch(/couldn't reach the language model at http:\/\/127\.0\.0\.1:9\/v1/);
+  });
+
+  it("a turn that fails after a tool ran keeps the call and its result in history: the next turn's model sees it was done", async () => {
+    harness = await startTestApp({ config: { agents: { main: { toolSet: ["file_append"] } } } });
+    let seen: ChatRequestBody["messages"] = [];
+    harness.llm!.script(
+      reply.toolCalls([{ id: "c1", name: "file_append", arguments: { path: "log.txt", content: "A\n" } }]),
+      reply.error(401, "invalid api key"),
+      reply.text("noted", (body) => {
+        seen = body.messages;
+      }),
+    );
+    await harness.channel!.receive("append A to log.txt");
+    const [failed] = await harness.channel!.waitForSent(1);
+    expect(failed!.message.text).toMatch(/rejected the API key/);
+    await harness.channel!.receive("did it work?");
+    await harness.channel!.waitForSent(2);
+    const asked = seen.find((message) => message.role === "assistant" && message.tool_calls?.length);
+    expect(JSON.stringify(asked?.tool_calls)).toContain('"name":"file_append"');
+    const result = seen.find((message) => message.role === "tool" && message.tool_call_id === "c1");
+    expect(String(result?.content)).toContain("log.txt");
+    // The failure the chat was told follows them, so the model knows the turn ended there.
+    expect(seen.at(-2)).toMatchObject({ role: "assistant" });
+    expect(String(seen.at(-2)?.content)).toMatch(/rejected the API key/);
+    expect(seen.at(-1)).toMatchObject({ role: "user", content: "did it work?" });
+    harness.llm!.assertDone();
   });
 
   it("keeps working after a failure (the next message is answered)", async () => {

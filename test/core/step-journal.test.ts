@@ -278,6 +278,79 @@ describe("step journal: a cut-off turn resumes", () => {
     expect(app.app.store.journal.steps("inbox:1")).toEqual([]);
   });
 
+  it("a turn parked by an outage, found at start-up with a journal older than agent.resumeWithinSecs: 'interrupted', naming what was done; nothing re-run", async () => {
+    // The outage limit is longer than the resume limit: only agent.resumeWithinSecs can end this turn at start-up.
+    const config = { ...TOOLS, agent: { streaming: false, retryOutageForSecs: 4 * 3600 } };
+    const { dataDir, workspace, inboxId } = await crashedDuringTurn(
+      {
+        agoMs: 2 * HOUR,
+        steps: [
+          llmStep(appendCall("c1", "A")),
+          { kind: "call", callId: "c1" },
+          { kind: "result", callId: "c1", output: "Appended 2 bytes to lines.txt." },
+        ],
+        files: { "lines.txt": "A\n" },
+      },
+      config,
+    );
+    // Parked (DESIGN.md → Waiting out an outage): its message back to pending, the chat's outage stored.
+    const store = Store.open(dataDir);
+    store.inbox.setStatus([inboxId], "pending", Date.now());
+    const since = Date.now() - 2 * HOUR;
+    store.kv.set("outage:test:chat-1", { since, attempts: 40, retryAt: Date.now() - 1_000 });
+    store.close();
+    llm!.script(reply.text("answered from a two-hour-old journal"));
+    const app = await restart(dataDir, config);
+    const [notice] = await app.channel!.waitForSent(1);
+    await app.app.router.queues.idle();
+    expect(notice!.message.text).toContain("interrupted");
+    expect(notice!.message.text).toContain("file_append (done)");
+    expect(llm!.requests).toHaveLength(0);
+    expect(readFileSync(path.join(workspace, "lines.txt"), "utf8")).toBe("A\n");
+    expect(app.app.store.inbox.get(inboxId)).toMatchObject({
+      outcome: "interrupted",
+      outcomeCause: "resume.expired",
+    });
+    expect(app.app.store.journal.steps(`inbox:${inboxId}`)).toEqual([]);
+    expect(app.channel!.texts()).toHaveLength(1);
+  });
+
+  it("a parked turn with a journal younger than agent.resumeWithinSecs resumes after the restart: the done call is not re-run", async () => {
+    const config = { ...TOOLS, agent: { streaming: false } };
+    const { dataDir, workspace, inboxId } = await crashedDuringTurn(
+      {
+        agoMs: 10 * 60_000,
+        steps: [
+          llmStep(appendCall("c1", "A")),
+          { kind: "call", callId: "c1" },
+          { kind: "result", callId: "c1", output: "Appended 2 bytes to lines.txt." },
+        ],
+        files: { "lines.txt": "A\n" },
+      },
+      config,
+    );
+    const store = Store.open(dataDir);
+    store.inbox.setStatus([inboxId], "pending", Date.now());
+    store.kv.set("outage:test:chat-1", {
+      since: Date.now() - 10 * 60_000,
+      attempts: 20,
+      retryAt: Date.now() - 1_000,
+    });
+    store.close();
+    llm!.script(
+      reply.text("noted A", (body) => {
+        expect(toolMessages(body).map((message) => message.tool_call_id)).toEqual(["c1"]);
+      }),
+    );
+    const app = await restart(dataDir, config);
+    await app.channel!.waitForSent(1);
+    await app.app.router.queues.idle();
+    expect(app.channel!.texts()).toEqual(["noted A"]);
+    expect(readFileSync(path.join(workspace, "lines.txt"), "utf8")).toBe("A\n");
+    expect(app.app.store.inbox.get(inboxId)).toMatchObject({ outcome: "answered" });
+    llm!.assertDone();
+  });
+
   it("a shorter agent.resumeWithinSecs makes a younger journal too old", async () => {
     const config = { ...TOOLS, agent: { streaming: false, resumeWithinSecs: 60 } };
     const { dataDir } = await crashedDuringTurn(

@@ -2,9 +2,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import { deliveryFailoverFeature } from "../../src/app/delivery-failover-feature.js";
 import type { MagpieFeature } from "../../src/app/feature.js";
 import { metricsFeature } from "../../src/app/metrics-feature.js";
+import { schedulerFeature } from "../../src/app/scheduler-feature.js";
+import { triggersFeature } from "../../src/app/triggers-feature.js";
 import { ChannelSendError } from "../../src/lib/errors.js";
+import type { Scheduler } from "../../src/scheduler/scheduler.js";
 import { TraceRepository, traceOf } from "../../src/store/trace.js";
 import { timeFormat, traceText } from "../../src/store/trace-text.js";
+import { signWebhook } from "../../src/triggers/webhook-handler.js";
 import { type NtfyFake, startNtfyFake } from "../fakes/ntfy.js";
 import { reply } from "../fakes/openai.js";
 import { startTestApp, type TestApp, testConfig } from "../helpers/harness.js";
@@ -41,11 +45,16 @@ const roles: MagpieFeature = {
   }),
 };
 
-async function start(delivery: Record<string, unknown>): Promise<TestApp> {
+async function start(
+  delivery: Record<string, unknown>,
+  extra: MagpieFeature[] = [],
+  config: Record<string, unknown> = {},
+): Promise<TestApp> {
   ntfy = await startNtfyFake();
   harness = await startTestApp({
-    features: [roles, deliveryFailoverFeature, metricsFeature],
+    features: [roles, deliveryFailoverFeature, metricsFeature, ...extra],
     config: {
+      ...config,
       notify: { ntfy: { url: ntfy.url, topic: "owner" } },
       delivery,
       http: { metrics: { enabled: true } },
@@ -158,6 +167,70 @@ describe("delivery failover", () => {
     await app.outbox.flush(1_000);
     expect(ntfy!.messages).toHaveLength(1);
     expect(channel!.sent.filter((entry) => entry.message.text === "late answer")).toHaveLength(0);
+  });
+
+  it("ATTACK: a job delivering to a chat and to ntfy whose chat copy is refused reaches ntfy once, not again as its failover", async () => {
+    const { app, channel } = await start({ fallback: ["ntfy", "test:chat-9"] }, [schedulerFeature]);
+    const scheduler = app.context.services.scheduler as Scheduler;
+    const job = scheduler.add({
+      name: "nightly",
+      expression: "0 3 * * *",
+      message: "Nightly backup: 4 files",
+      deliver: { channel: "test", chatId: "chat-blocked", ntfy: true },
+    });
+    channel!.failNext(blocked());
+    scheduler.start();
+    const run = await scheduler.runNow(job.id);
+    const settled = await until(() => scheduler.runs(job.id, 1)[0]?.deliveryState === "failed").then(
+      () => scheduler.runs(job.id, 1)[0]!,
+    );
+    expect(settled.id).toBe(run.id);
+    expect(settled.delivery).toMatchObject({ ntfy: { status: "sent" }, chat: { status: "failed" } });
+    // The owner has the report on ntfy: the failover counts that path as delivered and sends nothing more.
+    expect(settled.delivery).toMatchObject({ failedOver: "ntfy" });
+    await until(() => failoverRows(app).length === 1);
+    expect(
+      ntfy!.messages.filter((message) => message.message.includes("Nightly backup: 4 files")),
+    ).toHaveLength(1);
+    expect(JSON.parse(failoverRows(app)[0]!.data)).toMatchObject({
+      path: "ntfy",
+      tried: [],
+      already: "ntfy",
+    });
+    expect(ntfy!.messages).toHaveLength(1);
+    expect(channel!.sent.filter((entry) => entry.target.chatId === "chat-9")).toHaveLength(0);
+  });
+
+  it("ATTACK: the same for a trigger delivering to a chat and to ntfy: ntfy gets its message once", async () => {
+    const secret = "s".repeat(32);
+    const { app, channel } = await start({ fallback: ["ntfy"] }, [triggersFeature], {
+      triggers: {
+        door: {
+          on: { webhook: { secret } },
+          do: { message: "The shed door opened" },
+          deliver: { channel: "test", chat_id: "chat-blocked", ntfy: true },
+        },
+      },
+    });
+    channel!.failNext(blocked());
+    const body = "{}";
+    const timestamp = Math.floor(Date.now() / 1000);
+    const response = await fetch(`${harness!.url}/hooks/door`, {
+      method: "POST",
+      headers: {
+        "x-magpie-timestamp": String(timestamp),
+        "x-magpie-signature": signWebhook(secret, timestamp, body),
+      },
+      body,
+    });
+    expect(response.status).toBe(202);
+    // The trigger's own ntfy copy; the failover row is written after any send the failover made.
+    await ntfy!.waitFor(1);
+    await until(() => failoverRows(app).length === 1);
+    expect(ntfy!.messages.filter((message) => message.message.includes("The shed door opened"))).toHaveLength(
+      1,
+    );
+    expect(JSON.parse(failoverRows(app)[0]!.data)).toMatchObject({ path: "ntfy", already: "ntfy" });
   });
 
   it("a bad fallback entry is a config error naming the key path and the fix", () => {
