@@ -239,6 +239,12 @@ export class ToolRegistry implements ToolRuntime {
         store: this.provenance,
       });
       for (const source of sources) provenance.add(source);
+      // A shell command's reads, judged again now: the files it wrote were recorded with its turn's sources then.
+      if (tool.name === "shell")
+        for (const source of (
+          await shellReads(input, this.options.config, this.provenance, this.options.services.homeDir)
+        ).sources)
+          provenance.add(source);
     } catch (error) {
       this.options.logger.warn({ err: error, tool: tool.name }, "provenance-replay-failed");
     }
