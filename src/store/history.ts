@@ -161,7 +161,9 @@ export class HistoryRepository {
     const messages: StoredMessage[] = [];
     let total = 0;
     let more = false;
-    this.newestRows ??= this.db.prepare(`SELECT ${COLUMNS} FROM messages WHERE session_key = ? ORDER BY id DESC`);
+    this.newestRows ??= this.db.prepare(
+      `SELECT ${COLUMNS} FROM messages WHERE session_key = ? ORDER BY id DESC`,
+    );
     for (const raw of this.newestRows.iterate(sessionKey)) {
       const stored = this.read.stored(raw);
       total += stored.tokens;
