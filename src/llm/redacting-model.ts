@@ -1,4 +1,4 @@
-import { messageValues, sameValues } from "./request-body.js";
+import { type MadeOf, madeOf, sameAsMade } from "./request-body.js";
 import type { ChatModel, CompletionRequest, RequestMessage } from "./types.js";
 
 /** The one method of the Redactor this needs (src/log/redact.ts). */
@@ -66,18 +66,14 @@ function keptMessages(
   redactor: TextRedactor,
 ): (message: RequestMessage) => RequestMessage {
   if (secrets.size === undefined) return (message) => redactMessage(message, redactor);
-  const kept = new WeakMap<
-    object,
-    { size: number | undefined; values: unknown[]; redacted: RequestMessage }
-  >();
+  const kept = new WeakMap<object, { size: number | undefined; made: MadeOf; redacted: RequestMessage }>();
   return (message) => {
     if (Array.isArray(message.content)) return redactMessage(message, redactor);
-    const values = messageValues(message);
     const found = kept.get(message);
-    if (found && found.size === secrets.size && sameValues(found.values, values)) return found.redacted;
+    if (found && found.size === secrets.size && sameAsMade(found.made, message)) return found.redacted;
     const size = secrets.size;
     const redacted = redactMessage(message, redactor);
-    kept.set(message, { size, values, redacted });
+    kept.set(message, { size, made: madeOf(message), redacted });
     return redacted;
   };
 }

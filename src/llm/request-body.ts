@@ -28,16 +28,15 @@ export function chatRequestJson(request: CompletionRequest, stream: boolean): st
   return json;
 }
 
-const keptMessages = new WeakMap<object, { values: unknown[]; json: string }>();
+const keptMessages = new WeakMap<object, { made: MadeOf; json: string }>();
 
 function messageJson(message: RequestMessage): string {
   // Parts (a photo's data URL) are sent for one turn only: not worth keeping.
   if (Array.isArray(message.content)) return JSON.stringify(message);
-  const values = messageValues(message);
   const kept = keptMessages.get(message);
-  if (kept && sameValues(kept.values, values)) return kept.json;
+  if (kept && sameAsMade(kept.made, message)) return kept.json;
   const json = JSON.stringify(message);
-  keptMessages.set(message, { values, json });
+  keptMessages.set(message, { made: madeOf(message), json });
   return json;
 }
 
@@ -45,22 +44,50 @@ function messageJson(message: RequestMessage): string {
  * What a message is made of (the fields a request message has, and each tool call's): a message whose values are
  * all the same (`===`) as when something was derived from it gives the same result again.
  */
-export function messageValues(message: RequestMessage): unknown[] {
-  const values: unknown[] = [
-    message.role,
-    message.content,
-    "tool_call_id" in message ? message.tool_call_id : undefined,
-  ];
-  const calls = "tool_calls" in message ? message.tool_calls : undefined;
-  values.push(calls, calls?.length);
-  for (const call of calls ?? [])
-    values.push(call, call.id, call.type, call.function, call.function.name, call.function.arguments);
-  return values;
+export interface MadeOf {
+  role: string;
+  content: unknown;
+  toolCallId: unknown;
+  toolCalls: unknown;
+  /** Each tool call, its id, type, function, name and arguments, in order. */
+  calls: unknown[];
 }
 
-export function sameValues(a: readonly unknown[], b: readonly unknown[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let index = 0; index < a.length; index++) if (a[index] !== b[index]) return false;
+export function madeOf(message: RequestMessage): MadeOf {
+  const toolCalls = "tool_calls" in message ? message.tool_calls : undefined;
+  const calls: unknown[] = [];
+  for (const call of toolCalls ?? [])
+    calls.push(call, call.id, call.type, call.function, call.function.name, call.function.arguments);
+  return {
+    role: message.role,
+    content: message.content,
+    toolCallId: "tool_call_id" in message ? message.tool_call_id : undefined,
+    toolCalls,
+    calls,
+  };
+}
+
+/** True when `message` holds the values it was made of (compared without building anything). */
+export function sameAsMade(made: MadeOf, message: RequestMessage): boolean {
+  if (made.role !== message.role || made.content !== message.content) return false;
+  if (made.toolCallId !== ("tool_call_id" in message ? message.tool_call_id : undefined)) return false;
+  const toolCalls = "tool_calls" in message ? message.tool_calls : undefined;
+  if (made.toolCalls !== toolCalls) return false;
+  if (!toolCalls) return made.calls.length === 0;
+  if (made.calls.length !== toolCalls.length * 6) return false;
+  let at = 0;
+  for (const call of toolCalls) {
+    if (
+      made.calls[at] !== call ||
+      made.calls[at + 1] !== call.id ||
+      made.calls[at + 2] !== call.type ||
+      made.calls[at + 3] !== call.function ||
+      made.calls[at + 4] !== call.function.name ||
+      made.calls[at + 5] !== call.function.arguments
+    )
+      return false;
+    at += 6;
+  }
   return true;
 }
 
