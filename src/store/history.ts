@@ -16,6 +16,7 @@ const messageRows = row(
   }),
   "messages",
 );
+const tokenCount = z.number();
 const summaryRow = row(z.object({ summary: z.string().nullable() }), "history");
 const countRow = row(z.object({ n: z.number(), t: z.number() }), "history");
 
@@ -105,6 +106,7 @@ function deepFreeze<T>(value: T): T {
 export class HistoryRepository {
   private readonly read = new KeptRows();
   private newestRows: Statement | undefined;
+  private tokenRows: Statement | undefined;
 
   constructor(private readonly db: Db) {}
 
@@ -174,6 +176,22 @@ export class HistoryRepository {
       messages.push(stored);
     }
     return { messages: messages.reverse(), more };
+  }
+
+  /**
+   * True when the session's messages add up to more than `maxTokens` (the compaction check after each turn): read
+   * newest first from their ids and token counts alone and stopped there, so no message is built to learn it.
+   */
+  exceeds(sessionKey: string, maxTokens: number): boolean {
+    this.tokenRows ??= this.db
+      .prepare("SELECT tokens FROM messages WHERE session_key = ? ORDER BY id DESC")
+      .pluck();
+    let total = 0;
+    for (const tokens of this.tokenRows.iterate(sessionKey)) {
+      total += tokenCount.parse(tokens);
+      if (total > maxTokens) return true;
+    }
+    return false;
   }
 
   /**

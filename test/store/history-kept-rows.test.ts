@@ -65,4 +65,17 @@ describe("history rows kept between reads", () => {
     expect(() => store.history.newest("s", 1000)).toThrow(/messages row/);
     store.close();
   });
+
+  it("tells whether a session is past a budget exactly as the full read does (the compaction check)", () => {
+    const store = open();
+    store.history.ensureSession("s", "main");
+    store.history.append(
+      "s",
+      [3, 5, 7, 11].map((tokens, index) => ({ message: { role: "user", content: `m${index}` }, tokens })),
+    );
+    for (let budget = 0; budget <= 30; budget++)
+      expect(store.history.exceeds("s", budget)).toBe(store.history.newest("s", budget).more);
+    expect(store.history.exceeds("empty", 0)).toBe(false);
+    store.close();
+  });
 });
