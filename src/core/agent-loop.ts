@@ -226,21 +226,37 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
 
     const asked: AssistantStep = { role: "assistant", content, tool_calls: calls };
     // The call's ledger and trace rows were written as it returned (by the provider and the trace's subscriber).
-    journal?.write({ kind: "llm", message: asked, agent: input.agent.name, model, at: journal.now() });
+    // The step is journaled with its first call's start, in one transaction (nothing runs between the two).
+    let askedStep: JournalStep | undefined = journal && {
+      kind: "llm",
+      message: asked,
+      agent: input.agent.name,
+      model,
+      at: journal.now(),
+    };
     newMessages.push(asked);
     let refusedNow = 0;
     for (const call of calls) {
       toolCalls++;
       if (!signal.aborted) input.onActivity?.(`running ${call.function.name}`);
-      const output = signal.aborted
-        ? JSON.stringify({ ok: false, error: { code: "tool.aborted", message: "The turn was stopped." } })
-        : await runCall(deps, input, call);
+      let output: string;
+      if (signal.aborted)
+        output = JSON.stringify({
+          ok: false,
+          error: { code: "tool.aborted", message: "The turn was stopped." },
+        });
+      else {
+        output = await runCall(deps, input, call, askedStep);
+        askedStep = undefined;
+      }
       newMessages.push({ role: "tool", tool_call_id: call.id, content: output });
       if (isRefusedOutput(output)) {
         refusedCalls.add(callKey(call));
         refusedNow++;
       }
     }
+    // No call started (the turn was stopped first): the step is journaled alone.
+    if (askedStep) journal?.write(askedStep);
     if (signal.aborted) return aborted(userMessage, iteration, toolCalls);
     refusedSteps = refusedNow === calls.length ? refusedSteps + 1 : 0;
     if (refusedSteps >= REFUSED_STEPS_LIMIT) {
@@ -255,15 +271,27 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
 }
 
 /**
- * Runs one call, journaled: `call` before it starts, `result` once it is back — in the transaction of the call's
+ * Runs one call, journaled: `call` before it starts (with `before`, the LLM step that asked for it, in one
+ * transaction), `result` once it is back — in the transaction of the call's
  * audit and trace rows when the tool runtime offers one (`onResult`). A call cut off by a shutdown keeps no result:
  * its turn resumes it as a call that was running.
  */
-async function runCall(deps: AgentLoopDeps, input: TurnInput, call: ToolCall): Promise<string> {
+async function runCall(
+  deps: AgentLoopDeps,
+  input: TurnInput,
+  call: ToolCall,
+  before?: JournalStep,
+): Promise<string> {
   const journal = input.journal;
   if (!journal) return deps.tools.execute(call, input.toolNames, input.context);
   const { signal } = input.context;
-  journal.write({ kind: "call", callId: call.id, at: journal.now() });
+  const started: JournalStep = { kind: "call", callId: call.id, at: journal.now() };
+  if (before)
+    journal.atomically(() => {
+      journal.write(before);
+      journal.write(started);
+    });
+  else journal.write(started);
   let stored = false;
   const storeResult = (output: string) => {
     if (stored || signal.aborted) return;

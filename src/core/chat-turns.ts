@@ -548,7 +548,12 @@ function describeInbound(message: InboundMessage): string {
 function startTyping(adapter: ChannelAdapter | undefined, target: ReplyTarget): () => void {
   if (!adapter?.typing || !adapter.capabilities.typing) return () => {};
   const tick = () => void adapter.typing?.(target).catch(() => {});
-  tick();
+  // The first one goes out once the turn's LLM request is on its way (issue 35, hot path): sent at once, a call to
+  // the platform's API came before the request.
+  const first = setImmediate(tick);
   const timer = setInterval(tick, TYPING_INTERVAL_MS);
-  return () => clearInterval(timer);
+  return () => {
+    clearImmediate(first);
+    clearInterval(timer);
+  };
 }

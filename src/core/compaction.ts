@@ -50,6 +50,8 @@ export async function compactHistory(input: {
 }): Promise<CompactionResult | null> {
   // Only what the budget holds is read (then whether anything is older): a turn's compaction check costs the
   // same whatever the session holds.
+  // Most turns leave the history within its budget: that is learnt from the token counts alone.
+  if (!input.history.exceeds(input.sessionKey, input.budget)) return null;
   const recent = input.history.newest(input.sessionKey, input.budget);
   if (!recent.more) return null;
   const keep = recentWithinBudget(recent.messages, Math.floor(input.budget / 2));

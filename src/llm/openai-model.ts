@@ -1,9 +1,12 @@
 import type OpenAI from "openai";
+import type { Stream } from "openai/core/streaming";
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
+import { chatRequestJson } from "./request-body.js";
 import type { ChatModel, CompletionOptions, CompletionRequest, CompletionResult, ToolCall } from "./types.js";
 
 /** The chain retries (src/llm/backoff.ts says why not the SDK): each chat request asks the SDK for none. */
 const CHAT_REQUEST = { maxRetries: 0 } as const;
+const COMPLETIONS = "/chat/completions";
 
 /**
  * ChatModel over any OpenAI-compatible chat-completions endpoint (OpenAI, OpenRouter, Ollama, llama.cpp, vLLM), on
@@ -13,17 +16,19 @@ export class OpenAiChatModel implements ChatModel {
   constructor(readonly client: OpenAI) {}
 
   async complete(request: CompletionRequest, options: CompletionOptions = {}): Promise<CompletionResult> {
-    const body = {
-      model: request.model,
-      messages: request.messages,
-      ...(request.tools?.length ? { tools: request.tools } : {}),
-      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    const stream = options.onTextDelta !== undefined;
+    // The body is encoded here, from the JSON kept for each message (src/llm/request-body.ts), and handed to the
+    // SDK as bytes, which it sends as they are; the SDK's `chat.completions.create` is the same POST with the
+    // body encoded by `JSON.stringify` afresh.
+    const post = {
+      ...CHAT_REQUEST,
+      body: Buffer.from(chatRequestJson(request, stream)),
+      headers: { "content-type": "application/json" },
+      stream,
+      signal: options.signal,
     };
     if (!options.onTextDelta) {
-      const completion = await this.client.chat.completions.create(
-        { ...body, stream: false } as OpenAI.ChatCompletionCreateParamsNonStreaming,
-        { ...CHAT_REQUEST, signal: options.signal },
-      );
+      const completion = await this.client.post<OpenAI.ChatCompletion>(COMPLETIONS, post);
       const choice = completion.choices[0];
       const toolCalls = (choice?.message.tool_calls ?? []).flatMap((call) =>
         call.type === "function"
@@ -48,16 +53,10 @@ export class OpenAiChatModel implements ChatModel {
           : undefined,
       };
     }
-    const stream = await this.client.chat.completions.create(
-      // The last chunk then carries `usage` (servers that ignore the option send none: the ledger estimates).
-      {
-        ...body,
-        stream: true,
-        stream_options: { include_usage: true },
-      } as OpenAI.ChatCompletionCreateParamsStreaming,
-      { ...CHAT_REQUEST, signal: options.signal },
-    );
-    return accumulate(stream, options.onTextDelta);
+    // The last chunk carries `usage` (`stream_options.include_usage`; servers that ignore it send none: the ledger
+    // estimates).
+    const chunks = await this.client.post<Stream<ChatCompletionChunk>>(COMPLETIONS, post);
+    return accumulate(chunks, options.onTextDelta);
   }
 }
 

@@ -1,3 +1,4 @@
+import { type MadeOf, madeOf, sameAsMade } from "./request-body.js";
 import type { ChatModel, CompletionRequest, RequestMessage } from "./types.js";
 
 /** The one method of the Redactor this needs (src/log/redact.ts). */
@@ -55,6 +56,28 @@ export function redactTexts(texts: readonly string[], redactor: TextRedactor): s
   return texts.map((text) => redactor.redact(text));
 }
 
+/**
+ * Each message's redacted copy, kept by the message object while it holds the same values and the redactor the
+ * same secrets (issue 35, hot path): the same copy each time lets the request keep its JSON too
+ * (src/llm/request-body.ts). A message changed in place, or a secret added, is redacted afresh.
+ */
+function keptMessages(
+  secrets: TextRedactor,
+  redactor: TextRedactor,
+): (message: RequestMessage) => RequestMessage {
+  if (secrets.size === undefined) return (message) => redactMessage(message, redactor);
+  const kept = new WeakMap<object, { size: number | undefined; made: MadeOf; redacted: RequestMessage }>();
+  return (message) => {
+    if (Array.isArray(message.content)) return redactMessage(message, redactor);
+    const found = kept.get(message);
+    if (found && found.size === secrets.size && sameAsMade(found.made, message)) return found.redacted;
+    const size = secrets.size;
+    const redacted = redactMessage(message, redactor);
+    kept.set(message, { size, made: madeOf(message), redacted });
+    return redacted;
+  };
+}
+
 function redactMessage(message: RequestMessage, redactor: TextRedactor): RequestMessage {
   if (Array.isArray(message.content)) {
     return {
@@ -87,12 +110,10 @@ function redactMessage(message: RequestMessage, redactor: TextRedactor): Request
  */
 export function redactingModel(model: ChatModel, secrets: TextRedactor): ChatModel {
   const redactor = keptRedactions(secrets);
+  const redact = keptMessages(secrets, redactor);
   return {
     complete: (request: CompletionRequest, options) =>
-      model.complete(
-        { ...request, messages: request.messages.map((message) => redactMessage(message, redactor)) },
-        options,
-      ),
+      model.complete({ ...request, messages: request.messages.map(redact) }, options),
     ...(model.warm ? { warm: () => model.warm!() } : {}),
   };
 }

@@ -48,6 +48,47 @@ const toRecord = (row: MemoryRow): MemoryRecord => ({
   lastAccessedAt: row.last_accessed_at,
 });
 
+/** Records kept read (past this many, all are dropped and read afresh). */
+const KEPT_RECORDS = 10_000;
+
+/**
+ * Each memory row as read, checked and turned into a record once (issue 35, hot path): every turn reads the core
+ * memories and the recalled ones again, most of them unchanged. A row is taken from here only when every column
+ * read now is the very value read then (an update, a row id reused after a delete: read afresh). What is handed
+ * out is frozen: callers share it.
+ */
+class KeptRecords {
+  private readonly kept = new Map<number, { row: MemoryRow; record: MemoryRecord }>();
+
+  record(raw: unknown): MemoryRecord {
+    const kept = isRecord(raw) && typeof raw.id === "number" ? this.kept.get(raw.id) : undefined;
+    if (kept && isRecord(raw) && sameRow(kept.row, raw)) return kept.record;
+    const row = memoryRows.only(raw);
+    const record = Object.freeze(toRecord(row));
+    if (this.kept.size >= KEPT_RECORDS) this.kept.clear();
+    this.kept.set(row.id, { row, record });
+    return record;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null;
+}
+
+function sameRow(row: MemoryRow, raw: Record<string, unknown>): boolean {
+  return (
+    raw.agent === row.agent &&
+    raw.key === row.key &&
+    raw.content === row.content &&
+    raw.category === row.category &&
+    raw.audience === row.audience &&
+    raw.created_at === row.created_at &&
+    raw.updated_at === row.updated_at &&
+    raw.access_count === row.access_count &&
+    raw.last_accessed_at === row.last_accessed_at
+  );
+}
+
 export interface StoredVector {
   memoryId: number;
   model: string;
@@ -60,6 +101,7 @@ export interface StoredVector {
 export class MemoryRepository {
   private readonly statements = new Map<string, Statement>();
   private keyword: KeywordSearch | undefined;
+  private readonly read = new KeptRecords();
 
   constructor(private readonly db: Db) {}
 
@@ -128,12 +170,15 @@ export class MemoryRepository {
 
   getMany(ids: number[]): Map<number, MemoryRecord> {
     if (ids.length === 0) return new Map();
-    const rows = memoryRows.all(
-      this.sql("SELECT * FROM memories WHERE id IN (SELECT value FROM json_each(?))").all(
-        JSON.stringify(ids),
-      ),
+    const rows = this.sql("SELECT * FROM memories WHERE id IN (SELECT value FROM json_each(?))").all(
+      JSON.stringify(ids),
     );
-    return new Map(rows.map((row) => [row.id, toRecord(row)]));
+    const records = new Map<number, MemoryRecord>();
+    for (const raw of rows) {
+      const record = this.read.record(raw);
+      records.set(record.id, record);
+    }
+    return records;
   }
 
   /** Deletes the memory; its FTS rows go with the trigger and its vector with the foreign key. */
@@ -161,14 +206,13 @@ export class MemoryRepository {
   /** Core memories seen by `audiences`, most used and most recent first (the ones always shown to the agent). */
   core(agent: string, audiences: MemoryAudience[], limit: number): MemoryRecord[] {
     if (audiences.length === 0) return [];
-    const rows = memoryRows.all(
-      this.sql(
-        `SELECT * FROM memories WHERE agent = ? AND category = 'core'
+    return this.sql(
+      `SELECT * FROM memories WHERE agent = ? AND category = 'core'
          AND audience IN (SELECT value FROM json_each(?))
          ORDER BY access_count DESC, updated_at DESC LIMIT ?`,
-      ).all(agent, JSON.stringify(audiences), limit),
-    );
-    return rows.map(toRecord);
+    )
+      .all(agent, JSON.stringify(audiences), limit)
+      .map((raw) => this.read.record(raw));
   }
 
   /** Every memory (all agents, or one), oldest first, one row at a time (export). */

@@ -34,7 +34,9 @@ export function installDir(): string {
 
 function realOrSelf(target: string): string {
   try {
-    return realpathSync(target);
+    // One realpath(3) call: the JavaScript realpathSync lstat()s each component of the path, and this runs for
+    // every path of the state list on every turn (the skills listing's scope) and file tool call (issue 35).
+    return realpathSync.native(target);
   } catch {
     return path.resolve(target);
   }

@@ -1,3 +1,4 @@
+import type { Statement } from "better-sqlite3";
 import { z } from "zod";
 import { row } from "../lib/row.js";
 import type { ChatMessage } from "../llm/types.js";
@@ -15,6 +16,7 @@ const messageRows = row(
   }),
   "messages",
 );
+const tokenCount = z.number();
 const summaryRow = row(z.object({ summary: z.string().nullable() }), "history");
 const countRow = row(z.object({ n: z.number(), t: z.number() }), "history");
 
@@ -51,8 +53,61 @@ const toStored = (row: MessageRow): StoredMessage => ({
   tokens: row.tokens,
 });
 
+/** The columns a message is read from. */
+const COLUMNS = "id, role, content, tool_calls, tool_call_id, tokens";
+/** Messages kept read (past this many, all are dropped and read afresh). */
+const KEPT_ROWS = 20_000;
+
+/**
+ * Each history row as read, checked and turned into a message once (issue 35, hot path): every turn reads the
+ * chat's recent history again — twice, with the compaction check after it — and checking each row against its
+ * schema, parsing its tool calls and building its message cost CPU and garbage that grew with the history. A
+ * row is taken from here only when every column read now is the very value read then (a row id SQLite reuses
+ * after a delete, holding another message, is read afresh); messages are never updated in place. What is handed
+ * out is frozen: callers share it.
+ */
+class KeptRows {
+  private readonly kept = new Map<number, { row: MessageRow; stored: StoredMessage }>();
+
+  stored(raw: unknown): StoredMessage {
+    const kept = isRecord(raw) && typeof raw.id === "number" ? this.kept.get(raw.id) : undefined;
+    if (kept && isRecord(raw) && sameRow(kept.row, raw)) return kept.stored;
+    const row = messageRows.only(raw);
+    const stored = deepFreeze(toStored(row));
+    if (this.kept.size >= KEPT_ROWS) this.kept.clear();
+    this.kept.set(row.id, { row, stored });
+    return stored;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null;
+}
+
+function sameRow(row: MessageRow, raw: Record<string, unknown>): boolean {
+  return (
+    raw.role === row.role &&
+    raw.content === row.content &&
+    raw.tool_calls === row.tool_calls &&
+    raw.tool_call_id === row.tool_call_id &&
+    raw.tokens === row.tokens
+  );
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
+
 /** Per-session conversation history and its running summary. */
 export class HistoryRepository {
+  private readonly read = new KeptRows();
+  private newestRows: Statement | undefined;
+  private tokenRows: Statement | undefined;
+
   constructor(private readonly db: Db) {}
 
   ensureSession(sessionKey: string, agent: string, at = Date.now()): void {
@@ -108,18 +163,35 @@ export class HistoryRepository {
     const messages: StoredMessage[] = [];
     let total = 0;
     let more = false;
-    const rows = messageRows.each(
-      this.db.prepare("SELECT * FROM messages WHERE session_key = ? ORDER BY id DESC").iterate(sessionKey),
+    this.newestRows ??= this.db.prepare(
+      `SELECT ${COLUMNS} FROM messages WHERE session_key = ? ORDER BY id DESC`,
     );
-    for (const row of rows) {
-      total += row.tokens;
+    for (const raw of this.newestRows.iterate(sessionKey)) {
+      const stored = this.read.stored(raw);
+      total += stored.tokens;
       if (total > maxTokens) {
         more = true;
         break;
       }
-      messages.push(toStored(row));
+      messages.push(stored);
     }
     return { messages: messages.reverse(), more };
+  }
+
+  /**
+   * True when the session's messages add up to more than `maxTokens` (the compaction check after each turn): read
+   * newest first from their ids and token counts alone and stopped there, so no message is built to learn it.
+   */
+  exceeds(sessionKey: string, maxTokens: number): boolean {
+    this.tokenRows ??= this.db
+      .prepare("SELECT tokens FROM messages WHERE session_key = ? ORDER BY id DESC")
+      .pluck();
+    let total = 0;
+    for (const tokens of this.tokenRows.iterate(sessionKey)) {
+      total += tokenCount.parse(tokens);
+      if (total > maxTokens) return true;
+    }
+    return false;
   }
 
   /**
@@ -129,15 +201,14 @@ export class HistoryRepository {
   oldest(sessionKey: string, beforeId: number, maxTokens: number): StoredMessage[] {
     const messages: StoredMessage[] = [];
     let total = 0;
-    const rows = messageRows.each(
-      this.db
-        .prepare("SELECT * FROM messages WHERE session_key = ? AND id < ? ORDER BY id")
-        .iterate(sessionKey, beforeId),
-    );
-    for (const row of rows) {
-      total += row.tokens;
+    const rows = this.db
+      .prepare(`SELECT ${COLUMNS} FROM messages WHERE session_key = ? AND id < ? ORDER BY id`)
+      .iterate(sessionKey, beforeId);
+    for (const raw of rows) {
+      const stored = this.read.stored(raw);
+      total += stored.tokens;
       if (total > maxTokens && messages.length > 0) break;
-      messages.push(toStored(row));
+      messages.push(stored);
     }
     return messages;
   }

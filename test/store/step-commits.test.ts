@@ -3,6 +3,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { runAgentTurn, type TurnJournal } from "../../src/core/agent-loop.js";
+import type { ToolCallContext, ToolRuntime } from "../../src/core/tool-runtime.js";
+import type { ChatModel } from "../../src/llm/types.js";
 import { openDatabase } from "../../src/store/database.js";
 import { StepJournal } from "../../src/store/step-journal.js";
 import { TraceRepository, type TraceRow } from "../../src/store/trace.js";
@@ -95,5 +98,65 @@ describe("a step's journal row and its trace rows: one transaction", () => {
     const journal = new StepJournal(db);
     journal.append("inbox:1", { kind: "call", callId: "c1", at: 1 });
     expect(journal.steps("inbox:1")).toEqual([{ kind: "call", callId: "c1", at: 1 }]);
+  });
+});
+
+describe("a tool-call step in the agent loop", () => {
+  it("ATTACK: the LLM step and its first call's start are one commit, written before the tool runs", async () => {
+    const { db, journal, journalRows } = setUp();
+    // Each journal write made outside a transaction is a commit of its own.
+    let commits = 0;
+    const counted = <T>(write: () => T): T => {
+      if (!db.inTransaction) commits++;
+      return write();
+    };
+    const seen: Array<{ rows: unknown[]; commits: number }> = [];
+    let answers = 0;
+    const model: ChatModel = {
+      complete: async () =>
+        answers++ === 0
+          ? {
+              content: null,
+              toolCalls: [
+                { id: "c1", type: "function", function: { name: "cron_list", arguments: "{}" } },
+                { id: "c2", type: "function", function: { name: "cron_list", arguments: '{"all":true}' } },
+              ],
+              finishReason: "tool_calls",
+            }
+          : { content: "done", toolCalls: [], finishReason: "stop" },
+    };
+    const tools: ToolRuntime = {
+      resolveToolSet: () => ["cron_list"],
+      specs: () => [],
+      execute: async (_call, _allowed, context) => {
+        seen.push({ rows: journalRows.all(), commits });
+        context.onResult?.("[]");
+        return "[]";
+      },
+    };
+    const turnJournal: TurnJournal = {
+      steps: [],
+      write: (step) => counted(() => journal.append("inbox:1", step)),
+      atomically: (write) => counted(() => journal.atomically(write)),
+      now: () => Date.now(),
+    };
+    const outcome = await runAgentTurn(
+      { model, tools, logger: { info() {}, warn() {} } as never, maxIterations: 4, llm: { timeoutMs: 1000 } },
+      {
+        agent: { name: "main", model: "m" } as never,
+        systemPrompt: "s",
+        history: [],
+        userText: "list",
+        toolNames: ["cron_list"],
+        context: { sessionKey: "s", signal: new AbortController().signal } as unknown as ToolCallContext,
+        journal: turnJournal,
+      },
+    );
+    expect(outcome.status).toBe("ok");
+    // The first call ran with its LLM step and its own start already committed — together, in one commit.
+    expect(seen[0]).toEqual({ rows: ["llm", "call"], commits: 1 });
+    // The second call's start is a commit of its own, after the first call's result.
+    expect(seen[1]).toEqual({ rows: ["llm", "call", "result", "call"], commits: 3 });
+    expect(db.inTransaction).toBe(false);
   });
 });
