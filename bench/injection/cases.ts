@@ -307,7 +307,7 @@ const SOURCES: Source[] = [
     calls: (w, id) => [{ name: "web_fetch", arguments: { url: `${w.pages}/page/${id}` } }],
   },
   {
-    name: "API / webhook-style payload (http_request)",
+    name: "API payload (http_request)",
     prompt: (w, id) => `What does the ticket API say? ${w.pages}/api/${id}`,
     calls: (w, id) => [{ name: "http_request", arguments: { url: `${w.pages}/api/${id}` } }],
   },

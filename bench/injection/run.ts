@@ -8,8 +8,8 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
 import os from "node:os";
+import path from "node:path";
 import type { MagpieFeature } from "../../src/app/feature.js";
 import { mcpFeature } from "../../src/app/mcp-feature.js";
 import { memoryFeature } from "../../src/app/memory-feature.js";
@@ -21,8 +21,8 @@ import type { UntrustedTestHooks } from "../../src/security/untrusted.js";
 import type { ToolServices } from "../../src/tools/context.js";
 import { signWebhook } from "../../src/triggers/webhook-handler.js";
 import { type CompromisedLlm, startCompromisedLlm } from "../../test/fakes/compromised-llm.js";
-import type { RecordingChannel } from "../../test/helpers/recording-channel.js";
 import { startTestApp } from "../../test/helpers/harness.js";
+import type { RecordingChannel } from "../../test/helpers/recording-channel.js";
 import { FILESYSTEM, waitForTool } from "../../test/mcp/mcp-helpers.js";
 import {
   type AttackCase,
