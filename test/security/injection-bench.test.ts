@@ -78,19 +78,13 @@ describe("injection benchmark", () => {
   it(
     "measures attack success, utility and approvals per benign task under settings A and B",
     async () => {
-      // Short: every source and the new goals at least once (s4 = the MCP result, s5 = the recalled memory, s6 =
-      // the webhook trigger's turn; g10 exfiltrates a memory, g11 spends budget, g12 widens through delegation).
-      const short = ["s0g0", "s1g2", "s2g3", "s3g6", "s2g9", "s1g5", "s4g11", "s5g12", "s3g10", "s6g8"];
+      // Short (it runs in npm test): every source and every goal new in the bench at least once — s4 = the MCP
+      // result, s5 = the recalled memory, s6 = the webhook trigger's turn; g10 exfiltrates a memory, g11 spends
+      // budget, g12 widens through delegation. Benign: one per new source but MCP (a server start per case costs
+      // ~1-3 s; the full run reads an MCP result benignly, b-mcp-read).
+      const short = ["s0g0", "s1g2", "s2g3", "s3g10", "s4g11", "s5g12", "s6g6"];
       const chosen = FULL ? attacks : attacks.filter((a) => short.includes(a.id));
-      const shortBenign = [
-        "b-summarise-page",
-        "b-write-todo",
-        "b-remember",
-        "b-webhook-summary",
-        "b-reminder",
-        "b-mcp-read",
-        "b-recall-notes",
-      ];
+      const shortBenign = ["b-summarise-page", "b-write-todo", "b-webhook-summary", "b-recall-notes"];
       const benign = benignCases(world()).filter((task) => FULL || shortBenign.includes(task.id));
       const report = await runBench(chosen, benign, servers);
       console.log(
