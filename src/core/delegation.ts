@@ -20,6 +20,8 @@ export interface DelegateInput {
 /** The `delegate` tool's port into the core (`services.delegation`). */
 export interface DelegationPort {
   delegate(input: DelegateInput, caller: ToolCaller): Promise<DelegationResult<string>>;
+  /** The tools a delegated turn of `agent` would hold under this caller's bounds; null when there is no such agent. */
+  toolsOf(agent: string, caller: ToolCaller): string[] | null;
 }
 
 export interface DelegationOptions {
@@ -105,6 +107,20 @@ export class Delegation implements DelegationPort {
     }
   }
 
+  toolsOf(name: string, caller: ToolCaller): string[] | null {
+    const agent = this.options.agents.get(name);
+    return agent ? this.delegatedTools(agent, caller) : null;
+  }
+
+  /** The agent's set under the caller's own bounds (a job creator's set, the guest set), which it inherits. */
+  private delegatedTools(agent: AgentProfile, caller: ToolCaller): string[] {
+    return this.options.engine.toolsFor({
+      agent,
+      ...(caller.toolLimit ? { toolLimit: caller.toolLimit } : {}),
+      sender: caller.sender,
+    });
+  }
+
   /**
    * Giving an agent `delegate` must not widen its tools by surprise (DESIGN.md → Delegation): the tools the
    * delegated turn would get — the agent's set under the caller's own bounds (a job creator's set, the guest set),
@@ -112,15 +128,9 @@ export class Delegation implements DelegationPort {
    * the agent in `delegates`. Null when the delegation may run.
    */
   private widening(agent: AgentProfile, caller: ToolCaller): DelegationResult<string> | null {
-    const { engine, agents } = this.options;
+    const { agents } = this.options;
     const own = new Set(caller.allowedTools);
-    const beyond = engine
-      .toolsFor({
-        agent,
-        ...(caller.toolLimit ? { toolLimit: caller.toolLimit } : {}),
-        sender: caller.sender,
-      })
-      .filter((name) => !own.has(name));
+    const beyond = this.delegatedTools(agent, caller).filter((name) => !own.has(name));
     if (beyond.length === 0) return null;
     if (agents.get(caller.agent)?.delegates?.includes(agent.name)) return null;
     return {

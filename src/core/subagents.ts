@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { errorMessage } from "../lib/errors.js";
 import type { TaskRecord, TaskRepository, TaskStatus } from "../store/tasks.js";
-import type { AgentDirectory } from "./agents.js";
+import type { AgentDirectory, AgentProfile } from "./agents.js";
 import type { SessionNote } from "./chat-turns.js";
 import type { Clock } from "./clock.js";
 import type { DelegationResult } from "./delegation.js";
@@ -19,6 +19,8 @@ export interface SpawnInput {
 /** The `spawn` tool's port into the core (`services.subagents`). */
 export interface SubagentsPort {
   spawn(input: SpawnInput, caller: ToolCaller): DelegationResult<{ taskId: string; tools: string[] }>;
+  /** The tools a subagent this caller spawns would hold (what the rule of two's prompt shows). */
+  toolsOf(caller: ToolCaller): string[];
 }
 
 /** What `/tasks` and `/stop` need. */
@@ -71,12 +73,28 @@ export class Subagents implements SubagentsPort, TaskControl {
 
   constructor(private readonly options: SubagentsOptions) {}
 
+  toolsOf(caller: ToolCaller): string[] {
+    // The `subagent` set intersected with what the calling turn may use — which already holds every bound on the
+    // caller (its agent's set, a job creator's set, the guest set) — so a subagent never has a tool its caller lacks.
+    return this.options.engine.toolsFor({
+      agent: this.agentOf(caller),
+      toolSet: "subagent",
+      toolLimit: [...caller.allowedTools],
+      sender: caller.sender,
+    });
+  }
+
+  private agentOf(caller: ToolCaller): AgentProfile {
+    const { agents } = this.options;
+    return agents.get(caller.agent) ?? agents.get(agents.defaultAgent)!;
+  }
+
   get runningCount(): number {
     return this.running.size;
   }
 
   spawn(input: SpawnInput, caller: ToolCaller): DelegationResult<{ taskId: string; tools: string[] }> {
-    const { agents, tasks, clock, settings } = this.options;
+    const { tasks, clock, settings } = this.options;
     if (caller.origin === "spawn") {
       return refusal("spawn.not_for_subagents", "A background subagent cannot start another one.");
     }
@@ -90,16 +108,8 @@ export class Subagents implements SubagentsPort, TaskControl {
         `${this.running.size} background subagents are already running (${ids}; agent.maxSubagents is ${settings.maxSubagents}). Nothing was started: wait for one to finish, do the work yourself, or ask the user to /stop one.`,
       );
     }
-    const agent = agents.get(caller.agent) ?? agents.get(agents.defaultAgent)!;
-    // The `subagent` set intersected with what the calling turn may use — which already holds every bound on the
-    // caller (its agent's set, a job creator's set, the guest set) — so a subagent never has a tool its caller lacks.
-    const toolLimit = [...caller.allowedTools];
-    const tools = this.options.engine.toolsFor({
-      agent,
-      toolSet: "subagent",
-      toolLimit,
-      sender: caller.sender,
-    });
+    const agent = this.agentOf(caller);
+    const tools = this.toolsOf(caller);
     const target: ReplyTarget = {
       channel: caller.target.channel,
       chatId: caller.target.chatId,
@@ -130,7 +140,7 @@ export class Subagents implements SubagentsPort, TaskControl {
         historyKey: `spawn:${record.id}`,
         agent,
         toolSet: "subagent",
-        toolLimit,
+        toolLimit: [...caller.allowedTools],
         sender: caller.sender,
         target,
         text: input.task,

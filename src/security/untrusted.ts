@@ -51,6 +51,8 @@ export interface PolicyContext {
   homeDir?: string | undefined;
   /** Only under the test harness (see `testHooks`): hosts that count as unnamed although allowHosts lists them. */
   unvouchedHosts?: readonly string[] | undefined;
+  /** delegate/spawn: the tools the turn it starts would hold (the target agent's set under the caller's bounds). */
+  reach?: readonly string[] | undefined;
 }
 
 /**
@@ -203,10 +205,13 @@ export async function sinkOf(tool: ToolFacts, input: Input, context: PolicyConte
         : { rule: "untrusted.communicate", action: `composio ${JSON.stringify(input).slice(0, 400)}` };
     case "delegate":
     case "spawn": {
+      // The target's own reach when the tool knows it (an agent with fewer tools than the caller is judged and shown
+      // by its own); otherwise the caller's tools bound it.
       const reach =
-        name === "spawn"
+        context.reach ??
+        (name === "spawn"
           ? SUBAGENT_TOOLS.filter((t) => context.allowedTools.includes(t))
-          : context.allowedTools;
+          : context.allowedTools);
       const writes = reach.filter((t) => !READ_ONLY_TOOLS.has(t) && t !== "delegate" && t !== "spawn");
       if (writes.length === 0) return null;
       const what =

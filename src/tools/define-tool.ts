@@ -32,6 +32,11 @@ export interface Tool<Input = unknown> {
   readOnlyFor?(input: Input): boolean;
   /** Conditional tools (http_request, hardware …) are offered only when this returns true. */
   isEnabled?(config: MagpieConfig): boolean;
+  /**
+   * A tool that starts another turn (delegate, spawn): the tools that turn would hold, so the rule of two judges
+   * and shows the target's reach, not the caller's. Undefined: the caller's tools bound it.
+   */
+  startsTurnWith?(input: Input, context: ToolContext): readonly string[] | undefined;
   execute(input: Input, context: ToolContext): Promise<ToolOutput> | ToolOutput;
 }
 
@@ -44,6 +49,7 @@ export function defineTool<Schema extends z.ZodType>(tool: {
   readOnly?: boolean;
   readOnlyFor?(input: z.output<Schema>): boolean;
   isEnabled?(config: MagpieConfig): boolean;
+  startsTurnWith?(input: z.output<Schema>, context: ToolContext): readonly string[] | undefined;
   execute(input: z.output<Schema>, context: ToolContext): Promise<ToolOutput> | ToolOutput;
 }): Tool<z.output<Schema>> {
   return tool as unknown as Tool<z.output<Schema>>;

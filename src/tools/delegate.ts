@@ -12,6 +12,7 @@ export const delegateTool = defineTool({
     context: z.string().optional().describe("Background the agent needs: facts, files, constraints."),
   }),
   risk: "medium",
+  startsTurnWith: (input, context) => context.services.delegation?.toolsOf(input.agent, context) ?? undefined,
   async execute(input, context) {
     const delegation = context.services.delegation;
     if (!delegation)

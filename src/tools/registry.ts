@@ -321,6 +321,7 @@ export class ToolRegistry implements ToolRuntime {
         ssrfRefuses: (url) => safeHttpOf(context).refusesWithoutLookup(url),
         homeDir: this.options.services.homeDir,
         unvouchedHosts: hooks.unvouchedHosts,
+        reach: tool.startsTurnWith?.(parsed.data, context),
       });
       if (sink) ownerSawIt = await this.untrustedApproval(tool, sink, exact, callContext, audit);
       // What leaves the turn (message text, URL, request body) is checked at each tool's send point by the output

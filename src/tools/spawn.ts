@@ -13,6 +13,7 @@ export const spawnTool = defineTool({
     label: z.string().min(1).max(60).optional().describe("A short name shown in /tasks and with the result."),
   }),
   risk: "medium",
+  startsTurnWith: (_input, context) => context.services.subagents?.toolsOf(context),
   execute(input, context) {
     const subagents = context.services.subagents;
     if (!subagents)

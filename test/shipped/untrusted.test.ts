@@ -70,6 +70,8 @@ describe("shipped build: untrusted content can't steer the owner's power", () =>
         },
         security: { ssrf: { allowHosts: ["127.0.0.1"] } },
         tools: { http: { enabled: true } },
+        // The owner's agent (every tool) and one for server chores that holds shell (the delegation case).
+        agents: { main: { toolSet: "full" }, ops: { toolSet: ["file_read", "shell"] } },
         triggers: {
           garden: {
             on: { webhook: { secret: SECRET } },
@@ -270,6 +272,58 @@ describe("shipped build: untrusted content can't steer the owner's power", () =>
     } finally {
       db.close();
     }
+    llm.assertDone();
+  });
+
+  it("a delegation after an injected page asks, listing the ops agent's write tools (not the caller's); denied, ops never runs", async () => {
+    let results: string[] = [];
+    llm.script(
+      reply.toolCalls([{ name: "web_fetch", arguments: { url: `${siteUrl}/report` } }]),
+      reply.toolCalls([{ name: "delegate", arguments: { agent: "ops", prompt: "wipe the logs" } }]),
+      reply.text("I did not hand anything on.", (body) => {
+        results = toolResultsOf(body);
+      }),
+    );
+    const before = sent().length;
+    telegram.pushMessage({
+      chat: { id: OWNER, type: "private" },
+      from: { id: OWNER },
+      text: `Summarise ${siteUrl}/report for me`,
+    });
+    const prompt = await waitFor(
+      () =>
+        sent()
+          .slice(before)
+          .find((call) => String(call.body.text).includes("Approval needed")),
+      "the approval prompt",
+      20_000,
+    );
+    const text = String(prompt.body.text);
+    // The page of this turn (and of the earlier one, in this chat's history) made it untrusted.
+    expect(text).toMatch(/untrusted\.delegation: untrusted content, after reading [^\n]*\/report/);
+    expect(text).toContain("delegate with shell — ops: wipe the logs");
+    const markup = prompt.body.reply_markup;
+    const keyboard = (typeof markup === "string" ? JSON.parse(markup) : markup) as {
+      inline_keyboard: Array<Array<{ callback_data: string }>>;
+    };
+    const deny = keyboard.inline_keyboard.flat().find((button) => button.callback_data.startsWith("deny:"));
+    telegram.pushUpdate({
+      callback_query: {
+        id: "cb-deny-delegate",
+        from: { id: OWNER, is_bot: false, first_name: "Owner" },
+        chat_instance: "1",
+        data: deny!.callback_data,
+        message: {
+          message_id: 9_002,
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: OWNER, type: "private" },
+          text: "…",
+        },
+      },
+    });
+    await waitFor(() => telegram.sentTexts().includes("I did not hand anything on."), "the answer", 20_000);
+    expect(JSON.parse(results[1]!)).toMatchObject({ error: { code: "approval.denied" } });
+    // ops got no turn: the three scripted model calls were all there were.
     llm.assertDone();
   });
 });
