@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
+import { prepared } from "../store/prepared.js";
 import type { Delivery, DeliveryResult, Job, JobRun, RunStatus, RunTrigger } from "./job.js";
 
 const replyTargetSchema = z.object({
@@ -166,22 +167,21 @@ export class JobStore {
   }
 
   insert(job: NewJob): Job {
-    const result = this.db
-      .prepare(
-        `INSERT INTO cron_jobs (name, schedule_kind, expression, timezone, kind, payload, agent, tool_set, deliver,
+    const result = prepared(
+      this.db,
+      `INSERT INTO cron_jobs (name, schedule_kind, expression, timezone, kind, payload, agent, tool_set, deliver,
                                 enabled, next_run_at, creator_channel, creator_user_id, creator_user_name,
                                 creator_role, creator_agent, creator_tools, created_from, source, created_by,
                                 allow_after_untrusted, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        ...this.columns(job),
-        job.source,
-        job.createdBy ?? null,
-        job.allowAfterUntrusted ? JSON.stringify(job.allowAfterUntrusted) : null,
-        job.createdAt,
-        job.createdAt,
-      );
+    ).run(
+      ...this.columns(job),
+      job.source,
+      job.createdBy ?? null,
+      job.allowAfterUntrusted ? JSON.stringify(job.allowAfterUntrusted) : null,
+      job.createdAt,
+      job.createdAt,
+    );
     return this.get(Number(result.lastInsertRowid))!;
   }
 
@@ -190,20 +190,19 @@ export class JobStore {
    * one given: whoever last changed what the job does answers for it.
    */
   replace(id: number, job: Omit<NewJob, "source" | "createdBy" | "createdAt">, at: number): Job {
-    this.db
-      .prepare(
-        `UPDATE cron_jobs SET name = ?, schedule_kind = ?, expression = ?, timezone = ?, kind = ?, payload = ?,
+    prepared(
+      this.db,
+      `UPDATE cron_jobs SET name = ?, schedule_kind = ?, expression = ?, timezone = ?, kind = ?, payload = ?,
            agent = ?, tool_set = ?, deliver = ?, enabled = ?, next_run_at = ?, creator_channel = ?,
            creator_user_id = ?, creator_user_name = ?, creator_role = ?, creator_agent = ?, creator_tools = ?,
            created_from = ?, allow_after_untrusted = ?, completed_at = NULL, updated_at = ?
          WHERE id = ?`,
-      )
-      .run(
-        ...this.columns(job),
-        job.allowAfterUntrusted ? JSON.stringify(job.allowAfterUntrusted) : null,
-        at,
-        id,
-      );
+    ).run(
+      ...this.columns(job),
+      job.allowAfterUntrusted ? JSON.stringify(job.allowAfterUntrusted) : null,
+      at,
+      id,
+    );
     return this.get(id)!;
   }
 
@@ -232,17 +231,17 @@ export class JobStore {
   }
 
   get(id: number): Job | undefined {
-    const found = jobRows.one(this.db.prepare("SELECT * FROM cron_jobs WHERE id = ?").get(id));
+    const found = jobRows.one(prepared(this.db, "SELECT * FROM cron_jobs WHERE id = ?").get(id));
     return found ? toJob(found) : undefined;
   }
 
   list(): Job[] {
-    return jobRows.all(this.db.prepare("SELECT * FROM cron_jobs ORDER BY id").all()).map(toJob);
+    return jobRows.all(prepared(this.db, "SELECT * FROM cron_jobs ORDER BY id").all()).map(toJob);
   }
 
   byConfigName(name: string): Job | undefined {
     const found = jobRows.one(
-      this.db.prepare("SELECT * FROM cron_jobs WHERE source = 'config' AND name = ?").get(name),
+      prepared(this.db, "SELECT * FROM cron_jobs WHERE source = 'config' AND name = ?").get(name),
     );
     return found ? toJob(found) : undefined;
   }
@@ -250,13 +249,12 @@ export class JobStore {
   /** Enabled jobs whose next run is due, or that someone asked to run now (CLI). */
   due(now: number): Job[] {
     const rows = jobRows.all(
-      this.db
-        .prepare(
-          `SELECT * FROM cron_jobs
+      prepared(
+        this.db,
+        `SELECT * FROM cron_jobs
          WHERE (enabled = 1 AND next_run_at IS NOT NULL AND next_run_at <= ?) OR run_requested_at IS NOT NULL
          ORDER BY next_run_at, id`,
-        )
-        .all(now),
+      ).all(now),
     );
     return rows.map(toJob);
   }
@@ -264,56 +262,62 @@ export class JobStore {
   /** The earliest moment something is due, or null. */
   nextDueAt(): number | null {
     const found = earliestRun.one(
-      this.db
-        .prepare(
-          `SELECT MIN(at) AS at FROM (
+      prepared(
+        this.db,
+        `SELECT MIN(at) AS at FROM (
            SELECT MIN(next_run_at) AS at FROM cron_jobs WHERE enabled = 1
            UNION ALL SELECT MIN(run_requested_at) FROM cron_jobs)`,
-        )
-        .get(),
+      ).get(),
     );
     return found?.at ?? null;
   }
 
   setNextRun(id: number, nextRunAt: number | null, at: number): void {
-    this.db
-      .prepare("UPDATE cron_jobs SET next_run_at = ?, updated_at = ? WHERE id = ?")
-      .run(nextRunAt, at, id);
+    prepared(this.db, "UPDATE cron_jobs SET next_run_at = ?, updated_at = ? WHERE id = ?").run(
+      nextRunAt,
+      at,
+      id,
+    );
   }
 
   setEnabled(id: number, enabled: boolean, nextRunAt: number | null, at: number): void {
-    this.db
-      .prepare("UPDATE cron_jobs SET enabled = ?, next_run_at = ?, updated_at = ? WHERE id = ?")
-      .run(enabled ? 1 : 0, nextRunAt, at, id);
+    prepared(this.db, "UPDATE cron_jobs SET enabled = ?, next_run_at = ?, updated_at = ? WHERE id = ?").run(
+      enabled ? 1 : 0,
+      nextRunAt,
+      at,
+      id,
+    );
   }
 
   markCompleted(id: number, at: number): void {
-    this.db
-      .prepare(
-        "UPDATE cron_jobs SET enabled = 0, next_run_at = NULL, completed_at = ?, updated_at = ? WHERE id = ?",
-      )
-      .run(at, at, id);
+    prepared(
+      this.db,
+      "UPDATE cron_jobs SET enabled = 0, next_run_at = NULL, completed_at = ?, updated_at = ? WHERE id = ?",
+    ).run(at, at, id);
   }
 
   requestRun(id: number, at: number): void {
-    this.db.prepare("UPDATE cron_jobs SET run_requested_at = ?, updated_at = ? WHERE id = ?").run(at, at, id);
+    prepared(this.db, "UPDATE cron_jobs SET run_requested_at = ?, updated_at = ? WHERE id = ?").run(
+      at,
+      at,
+      id,
+    );
   }
 
   clearRunRequest(id: number): void {
-    this.db.prepare("UPDATE cron_jobs SET run_requested_at = NULL WHERE id = ?").run(id);
+    prepared(this.db, "UPDATE cron_jobs SET run_requested_at = NULL WHERE id = ?").run(id);
   }
 
   remove(id: number): boolean {
-    return this.db.prepare("DELETE FROM cron_jobs WHERE id = ?").run(id).changes > 0;
+    return prepared(this.db, "DELETE FROM cron_jobs WHERE id = ?").run(id).changes > 0;
   }
 
   startRun(jobId: number, trigger: RunTrigger, scheduledAt: number | null, startedAt: number): number {
-    this.db.prepare("UPDATE cron_jobs SET last_run_at = ? WHERE id = ?").run(startedAt, jobId);
-    const result = this.db
-      .prepare(
-        "INSERT INTO cron_runs (job_id, scheduled_at, started_at, status, trigger) VALUES (?, ?, ?, 'running', ?)",
-      )
-      .run(jobId, scheduledAt, startedAt, trigger);
+    prepared(this.db, "UPDATE cron_jobs SET last_run_at = ? WHERE id = ?").run(startedAt, jobId);
+    const result = prepared(
+      this.db,
+      "INSERT INTO cron_runs (job_id, scheduled_at, started_at, status, trigger) VALUES (?, ?, ?, 'running', ?)",
+    ).run(jobId, scheduledAt, startedAt, trigger);
     return Number(result.lastInsertRowid);
   }
 
@@ -326,31 +330,31 @@ export class JobStore {
     reason: string,
     status: "skipped" | "missed" = "skipped",
   ): number {
-    const result = this.db
-      .prepare(
-        `INSERT INTO cron_runs (job_id, scheduled_at, started_at, finished_at, duration_ms, status, trigger, output)
+    const result = prepared(
+      this.db,
+      `INSERT INTO cron_runs (job_id, scheduled_at, started_at, finished_at, duration_ms, status, trigger, output)
          VALUES (?, ?, ?, ?, 0, ?, ?, ?)`,
-      )
-      .run(jobId, scheduledAt, at, at, status, trigger, reason);
+    ).run(jobId, scheduledAt, at, at, status, trigger, reason);
     return Number(result.lastInsertRowid);
   }
 
   finishRun(runId: number, status: RunStatus, output: string, finishedAt: number): void {
-    this.db
-      .prepare(
-        "UPDATE cron_runs SET status = ?, output = ?, finished_at = ?, duration_ms = ? - started_at WHERE id = ?",
-      )
-      .run(status, output, finishedAt, finishedAt, runId);
+    prepared(
+      this.db,
+      "UPDATE cron_runs SET status = ?, output = ?, finished_at = ?, duration_ms = ? - started_at WHERE id = ?",
+    ).run(status, output, finishedAt, finishedAt, runId);
   }
 
   setDelivery(runId: number, delivery: DeliveryResult, state: JobRun["deliveryState"]): void {
-    this.db
-      .prepare("UPDATE cron_runs SET delivery = ?, delivery_state = ? WHERE id = ?")
-      .run(JSON.stringify(delivery), state, runId);
+    prepared(this.db, "UPDATE cron_runs SET delivery = ?, delivery_state = ? WHERE id = ?").run(
+      JSON.stringify(delivery),
+      state,
+      runId,
+    );
   }
 
   getRun(runId: number): JobRun | undefined {
-    const found = runRows.one(this.db.prepare("SELECT * FROM cron_runs WHERE id = ?").get(runId));
+    const found = runRows.one(prepared(this.db, "SELECT * FROM cron_runs WHERE id = ?").get(runId));
     return found ? toRun(found) : undefined;
   }
 
@@ -358,31 +362,33 @@ export class JobStore {
   runs(jobId: number, limit: number): JobRun[] {
     return runRows
       .all(
-        this.db
-          .prepare("SELECT * FROM cron_runs WHERE job_id = ? ORDER BY id DESC LIMIT ?")
-          .all(jobId, limit),
+        prepared(this.db, "SELECT * FROM cron_runs WHERE job_id = ? ORDER BY id DESC LIMIT ?").all(
+          jobId,
+          limit,
+        ),
       )
       .map(toRun);
   }
 
   runsAwaitingDelivery(): JobRun[] {
     return runRows
-      .all(this.db.prepare("SELECT * FROM cron_runs WHERE delivery_state = 'pending' ORDER BY id").all())
+      .all(prepared(this.db, "SELECT * FROM cron_runs WHERE delivery_state = 'pending' ORDER BY id").all())
       .map(toRun);
   }
 
   /** Runs left 'running' by a crash: nothing is executing them any more. */
   interruptedRuns(): JobRun[] {
-    return runRows.all(this.db.prepare("SELECT * FROM cron_runs WHERE status = 'running'").all()).map(toRun);
+    return runRows
+      .all(prepared(this.db, "SELECT * FROM cron_runs WHERE status = 'running'").all())
+      .map(toRun);
   }
 
   /** Keeps the newest `keep` runs of a job. */
   prune(jobId: number, keep: number): void {
-    this.db
-      .prepare(
-        `DELETE FROM cron_runs WHERE job_id = ? AND id NOT IN (
+    prepared(
+      this.db,
+      `DELETE FROM cron_runs WHERE job_id = ? AND id NOT IN (
            SELECT id FROM cron_runs WHERE job_id = ? ORDER BY id DESC LIMIT ?)`,
-      )
-      .run(jobId, jobId, keep);
+    ).run(jobId, jobId, keep);
   }
 }

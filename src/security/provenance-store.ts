@@ -4,6 +4,7 @@ import type { UntrustedSource } from "../core/turn-provenance.js";
 import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
+import { prepared } from "../store/prepared.js";
 
 const sourcesSchema = z.array(
   z.object({
@@ -51,24 +52,23 @@ export class ProvenanceStore {
     } catch {
       return;
     }
-    this.db
-      .prepare(
-        `INSERT INTO file_provenance (path, sources, size, mtime_ms, written_at) VALUES (?, ?, ?, ?, ?)
+    prepared(
+      this.db,
+      `INSERT INTO file_provenance (path, sources, size, mtime_ms, written_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (path) DO UPDATE SET sources = excluded.sources, size = excluded.size,
            mtime_ms = excluded.mtime_ms, written_at = excluded.written_at`,
-      )
-      .run(realPath, JSON.stringify(sources), stats.size, Math.trunc(stats.mtimeMs), now);
+    ).run(realPath, JSON.stringify(sources), stats.size, Math.trunc(stats.mtimeMs), now);
   }
 
   /** Forgets a file Magpie deleted. */
   forgetFile(realPath: string): void {
-    this.db.prepare("DELETE FROM file_provenance WHERE path = ?").run(realPath);
+    prepared(this.db, "DELETE FROM file_provenance WHERE path = ?").run(realPath);
   }
 
   /** Where the existing file at `realPath` came from, as far as Magpie's records say. */
   fileOrigin(realPath: string): FileOrigin {
     const stored = fileRow.one(
-      this.db.prepare("SELECT sources, size, mtime_ms FROM file_provenance WHERE path = ?").get(realPath),
+      prepared(this.db, "SELECT sources, size, mtime_ms FROM file_provenance WHERE path = ?").get(realPath),
     );
     if (!stored) return { trusted: false, sources: [] };
     let stats: fs.Stats;
@@ -90,22 +90,21 @@ export class ProvenanceStore {
       this.forgetMemory(agent, key);
       return;
     }
-    this.db
-      .prepare(
-        `INSERT INTO memory_provenance (agent, key, sources, stored_at) VALUES (?, ?, ?, ?)
+    prepared(
+      this.db,
+      `INSERT INTO memory_provenance (agent, key, sources, stored_at) VALUES (?, ?, ?, ?)
          ON CONFLICT (agent, key) DO UPDATE SET sources = excluded.sources, stored_at = excluded.stored_at`,
-      )
-      .run(agent, key, JSON.stringify(sources), now);
+    ).run(agent, key, JSON.stringify(sources), now);
   }
 
   forgetMemory(agent: string, key: string): void {
-    this.db.prepare("DELETE FROM memory_provenance WHERE agent = ? AND key = ?").run(agent, key);
+    prepared(this.db, "DELETE FROM memory_provenance WHERE agent = ? AND key = ?").run(agent, key);
   }
 
   /** The memories of `agent` stored by tainted turns, by key, with their turns' sources. */
   taintedMemories(agent: string): Map<string, UntrustedSource[]> {
     const rows = memoryRow.all(
-      this.db.prepare("SELECT key, sources FROM memory_provenance WHERE agent = ?").all(agent),
+      prepared(this.db, "SELECT key, sources FROM memory_provenance WHERE agent = ?").all(agent),
     );
     return new Map(
       rows.map((stored) => [

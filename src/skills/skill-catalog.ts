@@ -1,4 +1,12 @@
-import { accessSync, constants, readdirSync, realpathSync, statSync } from "node:fs";
+import {
+  accessSync,
+  type BigIntStats,
+  constants,
+  lstatSync,
+  readdirSync,
+  realpathSync,
+  statSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
@@ -81,7 +89,9 @@ export interface SkillApprovalPolicy {
 interface CacheEntry {
   dev: number;
   ino: number;
+  nlink: number;
   mtimeMs: number;
+  ctimeMs: number;
   size: number;
   parsed: Skill | SkillProblem;
 }
@@ -103,6 +113,14 @@ export interface SkillCatalogOptions {
   onRefused?(refusal: SkillRefusal): void;
   /** Pinned skills; without it every skill that passes the guard loads. */
   approval?: SkillApprovalPolicy;
+  /** The wall clock (ms) files' timestamps are compared with (`settled`); tests move it. */
+  clock?: () => number;
+}
+
+/** One result of a scan: a refused directory or folder, a broken file or a skill, with its directory's real path. */
+interface Found {
+  rootReal: string;
+  item: Skill | SkillProblem | SkillRefusal;
 }
 
 /**
@@ -125,6 +143,8 @@ export class SkillCatalog {
   private readonly snapshots = new SnapshotCache();
   /** Each skills directory's verdict, by everything it depends on (`rootInputs`): the same inputs, the same verdict. */
   private readonly rootVerdicts = new Map<string, SkillRefusal | null>();
+  /** The last scan and its signature (`keptScan`). */
+  private keptListing: { signature: string; found: Found[] } | undefined;
 
   constructor(private readonly options: SkillCatalogOptions) {}
 
@@ -155,52 +175,92 @@ export class SkillCatalog {
     const level = this.options.guard.level();
     const required = this.approvalRequired;
     const hashing = required || options.hashes === true;
+    // Hashing reads every file of every folder: that listing is never kept (it is not the per-turn one).
+    const found = hashing ? await this.scan(scope, level) : await this.keptScan(scope, level);
+    for (const { rootReal, item: parsed } of found) {
+      if ("rule" in parsed) {
+        this.refuse(parsed, listing);
+        continue;
+      }
+      if (!("name" in parsed)) {
+        listing.problems.push(parsed);
+        continue;
+      }
+      // Names are looked up case-insensitively, so `Deploy` after `deploy` is the same skill: the first wins.
+      const shadowedBy = seen.get(parsed.name.toLowerCase());
+      if (shadowedBy) {
+        listing.duplicates.push({ skill: parsed, shadowedBy });
+        continue;
+      }
+      seen.set(parsed.name.toLowerCase(), parsed);
+      let skill = parsed;
+      if (hashing) {
+        const hashed = this.hashed(parsed, await this.snapshot(parsed, rootReal, scope, level, true));
+        if ("rule" in hashed) {
+          this.refuse(hashed, listing);
+          continue;
+        }
+        if (!("name" in hashed)) {
+          listing.problems.push(hashed);
+          continue;
+        }
+        skill = hashed;
+        const unapproved = required ? this.unapproved(hashed) : null;
+        if (unapproved) {
+          listing.unapproved.push(unapproved);
+          continue;
+        }
+      }
+      // Read per listing (programs and variables are not part of what is kept).
+      const missing = this.missing(skill);
+      if (missing.length > 0) listing.hidden.push({ skill, missing });
+      else listing.available.push(skill);
+    }
+    return listing;
+  }
+
+  /**
+   * What the directories hold, judged and parsed, in listing order: refused directories and folders, broken files
+   * and skills. Every directory is judged and every SKILL.md looked at again.
+   */
+  private async scan(scope: PathScope, level: SecurityLevel): Promise<Found[]> {
+    const found: Found[] = [];
     for (const dir of this.options.dirs) {
-      const root = await this.openRoot(dir, scope, level, listing);
+      const root = await this.openRoot(dir, scope, level, found);
       if (!root) continue;
       // Judged side by side (each is a few stat and realpath calls), then taken in order.
       const results = await Promise.all(root.entries.map((entry) => this.read(root, entry, scope, level)));
-      for (const parsed of results) {
-        if (!parsed) continue;
-        if ("rule" in parsed) {
-          this.refuse(parsed, listing);
-          continue;
-        }
-        if (!("name" in parsed)) {
-          listing.problems.push(parsed);
-          continue;
-        }
-        // Names are looked up case-insensitively, so `Deploy` after `deploy` is the same skill: the first wins.
-        const shadowedBy = seen.get(parsed.name.toLowerCase());
-        if (shadowedBy) {
-          listing.duplicates.push({ skill: parsed, shadowedBy });
-          continue;
-        }
-        seen.set(parsed.name.toLowerCase(), parsed);
-        let skill = parsed;
-        if (hashing) {
-          const hashed = this.hashed(parsed, await this.snapshot(parsed, root.real, scope, level, true));
-          if ("rule" in hashed) {
-            this.refuse(hashed, listing);
-            continue;
-          }
-          if (!("name" in hashed)) {
-            listing.problems.push(hashed);
-            continue;
-          }
-          skill = hashed;
-          const unapproved = required ? this.unapproved(hashed) : null;
-          if (unapproved) {
-            listing.unapproved.push(unapproved);
-            continue;
-          }
-        }
-        const missing = this.missing(skill);
-        if (missing.length > 0) listing.hidden.push({ skill, missing });
-        else listing.available.push(skill);
-      }
+      for (const item of results) if (item) found.push({ rootReal: root.real, item });
     }
-    return listing;
+    return found;
+  }
+
+  /**
+   * The scan, kept between listings while its signature is unchanged (issue 35, hot path: judging every folder
+   * and SKILL.md took about 1.2 ms of each turn). The signature (`listingSignature`) is everything the scan's
+   * verdicts and parses depend on, read afresh each time with synchronous calls; it is taken before and after a
+   * scan, and the scan is kept only when both are the same and nothing in it was changed too recently for its
+   * timestamps to tell (`settled`).
+   */
+  private async keptScan(scope: PathScope, level: SecurityLevel): Promise<Found[]> {
+    let before = listingSignature(this.options.dirs, scope, level, this.rootVerdicts);
+    if (before === null) {
+      // A directory not judged yet is not read for the signature: judge them first (the verdicts are kept).
+      for (const dir of this.options.dirs) await this.openRoot(dir, scope, level, []);
+      before = listingSignature(this.options.dirs, scope, level, this.rootVerdicts);
+    }
+    if (before !== null && this.keptListing?.signature === before.key) return this.keptListing.found;
+    this.keptListing = undefined;
+    const found = await this.scan(scope, level);
+    const after = listingSignature(this.options.dirs, scope, level, this.rootVerdicts);
+    if (
+      before !== null &&
+      after !== null &&
+      after.key === before.key &&
+      settled(after.newestNs, this.options.clock?.() ?? Date.now())
+    )
+      this.keptListing = { signature: after.key, found };
+    return found;
   }
 
   /** An available skill by name (case-insensitive). */
@@ -354,7 +414,7 @@ export class SkillCatalog {
     dir: string,
     scope: PathScope,
     level: SecurityLevel,
-    listing: SkillListing,
+    found: Found[],
   ): Promise<{ dir: string; real: string; entries: string[] } | null> {
     const inputs = rootInputs(dir, scope, level);
     if (!inputs) return null;
@@ -376,7 +436,7 @@ export class SkillCatalog {
       }
     }
     if (refusal) {
-      this.refuse({ ...refusal, dir }, listing);
+      found.push({ rootReal: real, item: { ...refusal, dir } });
       return null;
     }
     try {
@@ -410,14 +470,32 @@ export class SkillCatalog {
       cached &&
       cached.dev === stat.dev &&
       cached.ino === stat.ino &&
+      cached.nlink === stat.nlink &&
       cached.mtimeMs === stat.mtimeMs &&
+      cached.ctimeMs === stat.ctimeMs &&
       cached.size === stat.size
     )
       return cached.parsed;
     const bytes = await readJudged(judged.real, stat);
     if (bytes === null) return null;
     const parsed = parseSkill(file, bytes.toString("utf8"));
-    this.cache.set(file, { dev: stat.dev, ino: stat.ino, mtimeMs: stat.mtimeMs, size: stat.size, parsed });
+    // A file changed within the timestamps' granularity could change again with the same size and times.
+    if (
+      settled(
+        BigInt(Math.trunc(Math.max(stat.mtimeMs, stat.ctimeMs) * 1e6)),
+        this.options.clock?.() ?? Date.now(),
+      )
+    )
+      this.cache.set(file, {
+        dev: stat.dev,
+        ino: stat.ino,
+        nlink: stat.nlink,
+        mtimeMs: stat.mtimeMs,
+        ctimeMs: stat.ctimeMs,
+        size: stat.size,
+        parsed,
+      });
+    else this.cache.delete(file);
     if (!("name" in parsed)) this.options.onProblem?.(parsed);
     return parsed;
   }
@@ -437,6 +515,82 @@ export class SkillCatalog {
       ...skill.requires.env.filter((name) => !env[name]).map((name) => `variable ${name}`),
     ];
   }
+}
+
+/**
+ * How long after its last change a file's or directory's stat is trusted to show the next change. A file's times
+ * come from the kernel's coarse clock (a tick of 1–10 ms; coarser on some network file systems), so two edits of
+ * the same size within one tick leave the same size, mtime and ctime: what was read just after a change is not
+ * kept (git's "racily clean" entries). A timestamp in the future (the clock set back) is never settled.
+ */
+const SETTLE_MS = 2_000n;
+
+function settled(newestNs: bigint, nowMs: number): boolean {
+  return BigInt(Math.trunc(nowMs)) * 1_000_000n - newestNs >= SETTLE_MS * 1_000_000n;
+}
+
+/**
+ * Everything a scan's result depends on, read with synchronous calls (microseconds each), or null when a
+ * directory could not be read or has no verdict yet (`verdicts`, by `rootInputs`; a refused one is not read): the scope and the level (the scope carries the real paths of Magpie's state), and
+ * for each skills directory `rootInputs` (its real path, the real paths of the workspace and allowed paths), its
+ * own lstat and its entries; for each entry, the lstat of the folder and of its SKILL.md as found, the SKILL.md's
+ * real path and the stat of that real file. Each stat is device, inode, mode, link count, size, mtime and ctime in
+ * nanoseconds: an edit, an entry added, removed or renamed, a folder or file swapped for a symlink or a hard link
+ * (another inode, or a link count), a chmod — each changes it. `newestNs` is the newest mtime or ctime seen.
+ */
+function listingSignature(
+  dirs: string[],
+  scope: PathScope,
+  level: SecurityLevel,
+  verdicts: ReadonlyMap<string, SkillRefusal | null>,
+): { key: string; newestNs: bigint } | null {
+  let newestNs = 0n;
+  const stamp = (target: string, follow: boolean): string => {
+    let stat: BigIntStats;
+    try {
+      stat = follow ? statSync(target, { bigint: true }) : lstatSync(target, { bigint: true });
+    } catch {
+      return "-";
+    }
+    if (stat.mtimeNs > newestNs) newestNs = stat.mtimeNs;
+    if (stat.ctimeNs > newestNs) newestNs = stat.ctimeNs;
+    return `${stat.dev}:${stat.ino}:${stat.mode}:${stat.nlink}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+  };
+  const parts: string[] = [JSON.stringify([level, scope])];
+  for (const dir of dirs) {
+    const inputs = rootInputs(dir, scope, level);
+    if (!inputs) {
+      parts.push("\0-");
+      continue;
+    }
+    // A directory is read only once it was judged, and never when it was refused (Magpie's state is not opened).
+    const verdict = verdicts.get(inputs.key);
+    if (verdict === undefined) return null;
+    if (verdict !== null) {
+      parts.push(`\0${inputs.key}\0refused`);
+      continue;
+    }
+    let entries: string[];
+    try {
+      entries = readdirSync(inputs.real).sort();
+    } catch {
+      return null;
+    }
+    parts.push(`\0${inputs.key}\0${stamp(dir, false)}\0${stamp(inputs.real, false)}`);
+    for (const entry of entries) {
+      const file = path.join(dir, entry, "SKILL.md");
+      let real: string;
+      try {
+        real = realpathSync.native(file);
+      } catch {
+        real = "-";
+      }
+      parts.push(
+        `${entry}\0${stamp(path.join(dir, entry), false)}\0${stamp(file, false)}\0${real}\0${real === "-" ? "-" : stamp(real, true)}`,
+      );
+    }
+  }
+  return { key: parts.join("\n"), newestNs };
 }
 
 /** Verdicts on skills directories kept at most (a few per configuration; cleared past this). */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { row } from "../lib/row.js";
 import type { Db } from "./database.js";
+import { prepared } from "./prepared.js";
 
 const auditRows = row(
   z.object({
@@ -51,32 +52,31 @@ export class AuditRepository {
   constructor(private readonly db: Db) {}
 
   record(entry: AuditEntry): number {
-    const result = this.db
-      .prepare(
-        `INSERT INTO audit (at, session_key, agent, sender, tool, arguments, verdict, outcome, error_code, duration_ms, result_excerpt)
+    const result = prepared(
+      this.db,
+      `INSERT INTO audit (at, session_key, agent, sender, tool, arguments, verdict, outcome, error_code, duration_ms, result_excerpt)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        entry.at ?? Date.now(),
-        entry.sessionKey ?? null,
-        entry.agent ?? null,
-        entry.sender ?? null,
-        entry.tool,
-        entry.arguments,
-        entry.verdict,
-        entry.outcome,
-        entry.errorCode ?? null,
-        Math.round(entry.durationMs),
-        entry.resultExcerpt ?? null,
-      );
+    ).run(
+      entry.at ?? Date.now(),
+      entry.sessionKey ?? null,
+      entry.agent ?? null,
+      entry.sender ?? null,
+      entry.tool,
+      entry.arguments,
+      entry.verdict,
+      entry.outcome,
+      entry.errorCode ?? null,
+      Math.round(entry.durationMs),
+      entry.resultExcerpt ?? null,
+    );
     return Number(result.lastInsertRowid);
   }
 
   recent(limit = 50, tool?: string): AuditRecord[] {
     const rows = auditRows.all(
       tool
-        ? this.db.prepare("SELECT * FROM audit WHERE tool = ? ORDER BY id DESC LIMIT ?").all(tool, limit)
-        : this.db.prepare("SELECT * FROM audit ORDER BY id DESC LIMIT ?").all(limit),
+        ? prepared(this.db, "SELECT * FROM audit WHERE tool = ? ORDER BY id DESC LIMIT ?").all(tool, limit)
+        : prepared(this.db, "SELECT * FROM audit ORDER BY id DESC LIMIT ?").all(limit),
     );
     return rows.map((row) => ({
       id: row.id,

@@ -4,6 +4,7 @@ import { row } from "../lib/row.js";
 import type { ChatMessage } from "../llm/types.js";
 import type { Db } from "./database.js";
 import { prepared } from "./prepared.js";
+import { flushQueuedWrites } from "./queued-writes.js";
 
 const messageRows = row(
   z.object({
@@ -128,6 +129,8 @@ export class HistoryRepository {
       "INSERT INTO messages (session_key, role, content, tool_calls, tool_call_id, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );
     this.db.transaction(() => {
+      // A turn's messages are its last step's record: the step's queued ledger row goes in the same commit.
+      flushQueuedWrites(this.db);
       for (const { message, tokens } of messages) {
         if (message.role === "system") continue;
         insert.run(

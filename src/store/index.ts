@@ -5,6 +5,7 @@ import { HistoryRepository } from "./history.js";
 import { InboxRepository } from "./inbox.js";
 import { KvRepository } from "./kv.js";
 import { OutboxRepository } from "./outbox.js";
+import { flushQueuedWrites } from "./queued-writes.js";
 import { StepJournal } from "./step-journal.js";
 
 /** The SQLite database and its repositories. Features with tables of their own take `db`. */
@@ -36,7 +37,9 @@ export class Store {
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    flushQueuedWrites(this.db);
+    this.db.close();
   }
 }
 

@@ -4,6 +4,7 @@ import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { ChatMessage, ToolCall } from "../llm/types.js";
 import type { Db } from "./database.js";
+import { flushQueuedWrites } from "./queued-writes.js";
 import { flushQueuedTrace } from "./trace.js";
 
 /**
@@ -76,7 +77,10 @@ export class StepJournal {
     this.oldest = db.prepare("SELECT MIN(at) AS at FROM turn_steps WHERE turn_id = ?");
   }
 
-  /** Writes a step with the trace rows queued so far (its own step's among them), in one transaction. */
+  /**
+   * Writes a step with the trace rows and the queued writes (its LLM call's ledger row) so far, its own step's among
+   * them, in one transaction.
+   */
   append(turnId: string, step: JournalStep): void {
     this.db.transaction(() => {
       this.insert.run(
@@ -88,6 +92,7 @@ export class StepJournal {
         step.at,
       );
       flushQueuedTrace(this.db);
+      flushQueuedWrites(this.db);
     })();
   }
 
@@ -96,6 +101,7 @@ export class StepJournal {
     return this.db.transaction(() => {
       const result = write();
       flushQueuedTrace(this.db);
+      flushQueuedWrites(this.db);
       return result;
     })();
   }
@@ -123,8 +129,10 @@ export class StepJournal {
     return oldestRows.only(this.oldest.get(turnId)).at;
   }
 
+  /** Ends a turn's journal (in the transaction of its reply): the last step's queued ledger row goes with it. */
   clear(turnId: string): void {
     this.remove.run(turnId);
+    flushQueuedWrites(this.db);
   }
 }
 

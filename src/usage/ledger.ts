@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { LlmCallKind } from "../core/spend.js";
 import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
+import { flushQueuedWrites, queueWrite } from "../store/queued-writes.js";
 import type { OriginIds } from "./origin-keys.js";
 
 const spentRows = row(z.object({ tokens: z.number(), usd: z.number() }), "llm_usage spend");
@@ -57,30 +58,48 @@ export class UsageLedger {
   }
 
   insert(entry: UsageEntry): void {
-    this.insertRow.run({
-      ...entry,
-      promptTokens: Math.max(0, Math.round(entry.promptTokens)),
-      completionTokens: Math.max(0, Math.round(entry.completionTokens)),
-      estimated: entry.estimated ? 1 : 0,
-    });
+    this.insertRow.run(columnsOf(entry));
+  }
+
+  /**
+   * Queues the row (`queueWrite`): it is written in the transaction of the step that made the call — the journal
+   * flushes it with the step's row — or on the next turn of the event loop; a read through this ledger, the usage
+   * summary or closing the store writes it first. `onError` is told when the write fails.
+   */
+  queue(entry: UsageEntry, onError: (error: unknown) => void): void {
+    const columns = columnsOf(entry);
+    queueWrite(this.db, () => this.insertRow.run(columns), onError);
   }
 
   /** Everything in [start, end). */
   spentBetween(start: number, end: number): Spent {
+    flushQueuedWrites(this.db);
     return spentRows.only(this.sinceStatement.get(start, end));
   }
 
   /** One chat session's calls in [start, end). */
   spentBySession(sessionKey: string, start: number, end: number): Spent {
+    flushQueuedWrites(this.db);
     return spentRows.only(this.sessionStatement.get(sessionKey, start, end));
   }
 
   /** One scheduled job run, with what it delegated or spawned. */
   spentByJobRun(jobId: number, runId: number): Spent {
+    flushQueuedWrites(this.db);
     return spentRows.only(this.jobRunStatement.get(jobId, runId));
   }
 
   spentByTurn(turnId: string): Spent {
+    flushQueuedWrites(this.db);
     return spentRows.only(this.turnStatement.get(turnId));
   }
+}
+
+function columnsOf(entry: UsageEntry): Record<string, unknown> {
+  return {
+    ...entry,
+    promptTokens: Math.max(0, Math.round(entry.promptTokens)),
+    completionTokens: Math.max(0, Math.round(entry.completionTokens)),
+    estimated: entry.estimated ? 1 : 0,
+  };
 }

@@ -86,18 +86,22 @@ export class SpendGuard implements SpendPort, LlmLedgerPort {
     const ids = originIds(where.historyKey, where.sessionKey);
     const prices = this.options.settings.llm.prices;
     const costUsd = costOf(prices, usage.model, usage.promptTokens, usage.completionTokens);
-    this.ledger.insert({
-      at: now,
-      ...where,
-      ...ids,
-      agent: scope.agent,
-      kind: usage.kind,
-      model: usage.model,
-      promptTokens: usage.promptTokens,
-      completionTokens: usage.completionTokens,
-      estimated: usage.estimated,
-      costUsd,
-    });
+    // Written with the step's journal row (one commit, issue 35); a failed write is logged, as before.
+    this.ledger.queue(
+      {
+        at: now,
+        ...where,
+        ...ids,
+        agent: scope.agent,
+        kind: usage.kind,
+        model: usage.model,
+        promptTokens: usage.promptTokens,
+        completionTokens: usage.completionTokens,
+        estimated: usage.estimated,
+        costUsd,
+      },
+      (error) => this.options.logger.error({ err: error, session: scope.sessionKey }, "usage-record-failed"),
+    );
     const tokens =
       Math.max(0, Math.round(usage.promptTokens)) + Math.max(0, Math.round(usage.completionTokens));
     for (const period of this.periodsFor(

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
+import { flushQueuedWrites } from "../store/queued-writes.js";
 import { dayAt } from "./calendar.js";
 
 const ledgerRows = row(
@@ -56,6 +57,8 @@ interface DailyTotals {
  * many rows were moved; the summaries read both tables, so totals never change.
  */
 export function rollUpUsage(db: Db, before: number, timeZone: string, limit: number): number {
+  // Rows queued in this process (a call's row waits for its step's commit) are counted too.
+  flushQueuedWrites(db);
   const rows = ledgerRows.all(
     db
       .prepare(

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
+import { flushQueuedWrites } from "../store/queued-writes.js";
 
 /** The sums every usage query selects (SQLite's SUM is NULL over no rows). */
 const totals = z.object({
@@ -97,6 +98,8 @@ function totalsOf(row: TotalsRow): UsageTotals {
 
 /** Totals by model and by origin for calls in [since, until): what `/usage`, the CLI and the dashboard show. */
 export function summarizeUsage(db: Db, since: number, until: number): UsageSummary {
+  // Rows queued in this process (a call's row waits for its step's commit) are counted too.
+  flushQueuedWrites(db);
   const totals = totalsOf(
     totalsRows.only(db.prepare(`SELECT ${TOTALS} FROM ${USAGE_ROWS}`).get({ since, until })),
   );

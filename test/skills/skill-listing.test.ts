@@ -1,10 +1,13 @@
 import {
+  linkSync,
   mkdirSync,
   mkdtempSync,
   realpathSync,
   renameSync,
   rmSync,
+  statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import os from "node:os";
@@ -71,14 +74,32 @@ function scope(): PathScope {
   };
 }
 
-const catalog = () => new SkillCatalog({ dirs: [skills, extra], guard: { scope, level: () => "medium" } });
+/**
+ * The listing is kept between turns while nothing it depends on changed; what changed in the last seconds is not
+ * kept (file times are coarse). `settled` moves the catalog's clock a minute on, so what the tests just wrote
+ * counts as old and the kept listing is what is checked; `now` is the real clock.
+ */
+let clock: (() => number) | undefined;
+const settledClock = () => Date.now() + 60_000;
+
+const catalog = () =>
+  new SkillCatalog({ dirs: [skills, extra], guard: { scope, level: () => "medium" }, clock });
 
 async function names(of: SkillCatalog): Promise<string[]> {
   return (await of.list()).available.map((entry) => entry.name).sort();
 }
 
-describe("the skills listing on the hot path", () => {
+describe.each([
+  ["now", undefined],
+  ["settled", settledClock],
+])("the skills listing on the hot path (clock: %s)", (_name, chosen) => {
+  beforeEach(() => {
+    clock = chosen;
+  });
+
   it("ATTACK: with nothing changed, a listing waits on no thread-pool call (done before the event loop turns)", async () => {
+    // Files changed in the last seconds are read again (see below): these count as old.
+    clock = settledClock;
     const skillCatalog = catalog();
     // The first listing reads and parses the files.
     expect(await names(skillCatalog)).toEqual(["backup", "deploy", "notes"]);
@@ -157,7 +178,7 @@ describe("the skills listing on the hot path", () => {
     // allowed at high.
     rmSync(skills, { recursive: true });
     symlinkSync(extra, skills);
-    const skillCatalog = new SkillCatalog({ dirs: [skills], guard: { scope, level: () => level } });
+    const skillCatalog = new SkillCatalog({ dirs: [skills], guard: { scope, level: () => level }, clock });
     expect(await names(skillCatalog)).toEqual([]);
     level = "high";
     expect(await names(skillCatalog)).toEqual(["notes"]);
@@ -166,5 +187,88 @@ describe("the skills listing on the hot path", () => {
     expect((await skillCatalog.list()).refused).toEqual([
       expect.objectContaining({ folder: skills, rule: "file.outside_workspace_read" }),
     ]);
+  });
+
+  it("ATTACK: a skill folder swapped for a symlink to a copy outside the workspace is refused on the next listing", async () => {
+    const skillCatalog = catalog();
+    expect(await names(skillCatalog)).toEqual(["backup", "deploy", "notes"]);
+    // The same bytes and times outside: only the folder's kind and where it leads tell them apart.
+    const outside = path.join(root, "outside", "backup");
+    writeSkill(path.dirname(outside), "backup", skill("backup", "Back up the disk"));
+    const before = statSync(path.join(skills, "backup", "SKILL.md"));
+    utimesSync(path.join(outside, "SKILL.md"), before.atime, before.mtime);
+    rmSync(path.join(skills, "backup"), { recursive: true });
+    symlinkSync(outside, path.join(skills, "backup"));
+    const listing = await skillCatalog.list();
+    expect(listing.available.map((entry) => entry.name).sort()).toEqual(["deploy", "notes"]);
+    expect(listing.refused.map((refusal) => [refusal.folder, refusal.rule])).toEqual([
+      ["backup", "file.outside_workspace_read"],
+    ]);
+  });
+
+  it("ATTACK: a SKILL.md replaced by a hard link to a file outside is refused on the next listing", async () => {
+    const skillCatalog = catalog();
+    expect(await names(skillCatalog)).toEqual(["backup", "deploy", "notes"]);
+    const file = path.join(skills, "deploy", "SKILL.md");
+    const outside = path.join(root, "outside.md");
+    writeFileSync(outside, skill("deploy", "Deploy the site"));
+    const before = statSync(file);
+    utimesSync(outside, before.atime, before.mtime);
+    rmSync(file);
+    linkSync(outside, file);
+    const listing = await skillCatalog.list();
+    expect(listing.available.map((entry) => entry.name).sort()).toEqual(["backup", "notes"]);
+    expect(listing.refused).toEqual([
+      expect.objectContaining({ folder: "deploy", reason: expect.stringContaining("hard-linked") }),
+    ]);
+  });
+
+  it("ATTACK: a hard link to a SKILL.md made elsewhere after a listing is seen on the next one", async () => {
+    const skillCatalog = catalog();
+    expect(await names(skillCatalog)).toEqual(["backup", "deploy", "notes"]);
+    // Nothing in the skills directory changes but the file's link count.
+    linkSync(path.join(skills, "deploy", "SKILL.md"), path.join(root, "elsewhere.md"));
+    expect(await names(skillCatalog)).toEqual(["backup", "notes"]);
+  });
+});
+
+describe("the kept skills listing and coarse file times", () => {
+  it("ATTACK: an edit of the same size with the mtime set back is seen on the next listing (only its ctime changed)", async () => {
+    for (const chosen of [undefined, settledClock]) {
+      clock = chosen;
+      const skillCatalog = catalog();
+      const file = path.join(skills, "deploy", "SKILL.md");
+      const mtime = new Date(Date.now() - 3_600_000);
+      writeFileSync(file, skill("deploy", "Deploy version A"));
+      utimesSync(file, mtime, mtime);
+      const first = statSync(file, { bigint: true });
+      expect(
+        (await skillCatalog.list()).available.find((entry) => entry.name === "deploy")?.description,
+      ).toBe("Deploy version A");
+      // In place (the same inode), the same size, the same mtime: `touch -d` hides an edit from size and mtime.
+      writeFileSync(file, skill("deploy", "Deploy version B"));
+      utimesSync(file, mtime, mtime);
+      const second = statSync(file, { bigint: true });
+      expect([second.ino, second.size, second.mtimeNs]).toEqual([first.ino, first.size, first.mtimeNs]);
+      expect(
+        (await skillCatalog.list()).available.find((entry) => entry.name === "deploy")?.description,
+      ).toBe("Deploy version B");
+    }
+  });
+
+  it("what changed in the last seconds is read again on every listing (two edits in one tick of a coarse file clock)", async () => {
+    // A kernel without fine-grained timestamps gives two writes within one tick (1–10 ms) the same size, mtime and
+    // ctime: nothing changed in the last seconds is kept, so such an edit is read on the next listing.
+    clock = undefined;
+    const skillCatalog = catalog();
+    writeSkill(skills, "deploy", skill("deploy", "Deploy the site"));
+    expect(await names(skillCatalog)).toEqual(["backup", "deploy", "notes"]);
+    let turned = false;
+    setImmediate(() => {
+      turned = true;
+    });
+    await skillCatalog.list();
+    // The files were read again (an fs.promises read turns the event loop).
+    expect(turned).toBe(true);
   });
 });

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { LlmUsage, SpendScope } from "../../src/core/spend.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { Store } from "../../src/store/index.js";
+import { flushQueuedWrites } from "../../src/store/queued-writes.js";
 import type { Budgets } from "../../src/usage/budget-periods.js";
 import { SpendGuard } from "../../src/usage/spend-guard.js";
 import { summarizeUsage } from "../../src/usage/usage-summary.js";
@@ -170,6 +171,8 @@ describe("SpendGuard: hard budgets before every call", () => {
     expect(outcome.calls).toBe(2);
     expect(outcome.message).toContain("budgets.daily.usd is $0.0500 a day, and $0.0600 have been used today");
     guard.record(chat("t"), { ...used(1000, 1000), model: "unpriced-model" });
+    // A reader of the table by hand in this process writes the queued rows first (as the ledger's reads do).
+    flushQueuedWrites(store.db);
     const rows = store.db.prepare("SELECT model, cost_usd FROM llm_usage ORDER BY id").all();
     expect(rows).toEqual([
       { model: "test-model", cost_usd: 0.03 },
@@ -184,6 +187,8 @@ describe("SpendGuard: hard budgets before every call", () => {
       expect(guard.beforeCall(chat("t")).allowed).toBe(true);
       guard.record(chat("t"), used(100, 100));
     }
+    // A reader of the table by hand in this process writes the queued rows first (as the ledger's reads do).
+    flushQueuedWrites(store.db);
     expect(store.db.prepare("SELECT COUNT(*) FROM llm_usage").pluck().get()).toBe(5);
   });
 });
@@ -212,6 +217,7 @@ describe("the ledger and its summary", () => {
         estimated: false,
       },
     );
+    flushQueuedWrites(store.db);
     const rows = store.db
       .prepare(
         "SELECT origin, session_key, history_key, turn_id, job_id, run_id, task_id, agent, kind, model, prompt_tokens, completion_tokens, estimated, cost_usd FROM llm_usage ORDER BY id",
