@@ -24,7 +24,13 @@ describe("statements on a step's path are prepared once per connection", () => {
       jobs.list();
       const tainted = provenance.taintedMemories("main");
       provenance.fileOrigin(file);
-      store.audit.record({ tool: "cron_list", arguments: "{}", verdict: "allow", outcome: "ok", durationMs: 1 });
+      store.audit.record({
+        tool: "cron_list",
+        arguments: "{}",
+        verdict: "allow",
+        outcome: "ok",
+        durationMs: 1,
+      });
       return tainted;
     };
     expect(round().size).toBe(0);
