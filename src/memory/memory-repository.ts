@@ -48,8 +48,8 @@ const toRecord = (row: MemoryRow): MemoryRecord => ({
   lastAccessedAt: row.last_accessed_at,
 });
 
-/** Records kept read (past this many, all are dropped and read afresh). */
-const KEPT_RECORDS = 10_000;
+/** Records kept read (past this many, all are dropped and read afresh): the core memories and recent recalls. */
+const KEPT_RECORDS = 2_000;
 
 /**
  * Each memory row as read, checked and turned into a record once (issue 35, hot path): every turn reads the core

@@ -56,8 +56,11 @@ const toStored = (row: MessageRow): StoredMessage => ({
 
 /** The columns a message is read from. */
 const COLUMNS = "id, role, content, tool_calls, tool_call_id, tokens";
-/** Messages kept read (past this many, all are dropped and read afresh). */
-const KEPT_ROWS = 20_000;
+/**
+ * Messages kept read (past this many, all are dropped and read afresh): the recent history of the chats in use, not
+ * the whole table — at 20,000 the short memory soak's RSS grew ×1.54 (target ≤ ×1.5), the kept rows being heap.
+ */
+const KEPT_ROWS = 2_000;
 
 /**
  * Each history row as read, checked and turned into a message once (issue 35, hot path): every turn reads the
