@@ -93,6 +93,29 @@ describe("shipped build: untrusted content can't steer the owner's power", () =>
   });
 
   const sent = () => telegram.callsOf("sendMessage").map((call) => call);
+  /** The owner presses the prompt's Deny button (it must have one). */
+  const pressDeny = (prompt: { body: Record<string, unknown> }, id: string) => {
+    const markup = prompt.body.reply_markup;
+    const keyboard = (typeof markup === "string" ? JSON.parse(markup) : markup) as {
+      inline_keyboard: Array<Array<{ callback_data: string }>>;
+    };
+    const deny = keyboard.inline_keyboard.flat().find((button) => button.callback_data.startsWith("deny:"));
+    expect(deny).toBeDefined();
+    telegram.pushUpdate({
+      callback_query: {
+        id,
+        from: { id: OWNER, is_bot: false, first_name: "Owner" },
+        chat_instance: "1",
+        data: deny!.callback_data,
+        message: {
+          message_id: 9_001,
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: OWNER, type: "private" },
+          text: "…",
+        },
+      },
+    });
+  };
 
   it("an owner's turn after an injected page: the POST asks, naming the page; denied, nothing is sent", async () => {
     let results: string[] = [];
@@ -120,26 +143,7 @@ describe("shipped build: untrusted content can't steer the owner's power", () =>
     expect(text).toContain(`untrusted.non_get: untrusted content, after reading ${siteUrl}/report`);
     expect(text).toContain(`POST ${attackerUrl}/collect`);
     expect(text).toContain(NOTES);
-    const markup = prompt.body.reply_markup;
-    const keyboard = (typeof markup === "string" ? JSON.parse(markup) : markup) as {
-      inline_keyboard: Array<Array<{ callback_data: string }>>;
-    };
-    const deny = keyboard.inline_keyboard.flat().find((button) => button.callback_data.startsWith("deny:"));
-    expect(deny).toBeDefined();
-    telegram.pushUpdate({
-      callback_query: {
-        id: "cb-deny",
-        from: { id: OWNER, is_bot: false, first_name: "Owner" },
-        chat_instance: "1",
-        data: deny!.callback_data,
-        message: {
-          message_id: 9_001,
-          date: Math.floor(Date.now() / 1000),
-          chat: { id: OWNER, type: "private" },
-          text: "…",
-        },
-      },
-    });
+    pressDeny(prompt, "cb-deny");
     await waitFor(() => telegram.sentTexts().includes("I did not send anything."), "the answer", 20_000);
     expect(JSON.parse(results[1]!)).toMatchObject({ error: { code: "approval.denied" } });
     expect(stolen).toEqual([]);
@@ -193,25 +197,7 @@ describe("shipped build: untrusted content can't steer the owner's power", () =>
       "untrusted.non_get: untrusted content, after reading file invoice.txt (read by shell; not written by Magpie",
     );
     expect(text).toContain(`POST ${attackerUrl}/collect`);
-    const markup = prompt.body.reply_markup;
-    const keyboard = (typeof markup === "string" ? JSON.parse(markup) : markup) as {
-      inline_keyboard: Array<Array<{ callback_data: string }>>;
-    };
-    const deny = keyboard.inline_keyboard.flat().find((button) => button.callback_data.startsWith("deny:"));
-    telegram.pushUpdate({
-      callback_query: {
-        id: "cb-deny-shell",
-        from: { id: OWNER, is_bot: false, first_name: "Owner" },
-        chat_instance: "1",
-        data: deny!.callback_data,
-        message: {
-          message_id: 9_002,
-          date: Math.floor(Date.now() / 1000),
-          chat: { id: OWNER, type: "private" },
-          text: "…",
-        },
-      },
-    });
+    pressDeny(prompt, "cb-deny-shell");
     await waitFor(() => telegram.sentTexts().includes("Invoice 42, nothing sent."), "the answer", 20_000);
     expect(JSON.parse(results[0]!).stdout).toContain("Invoice 42");
     expect(JSON.parse(results[1]!)).toMatchObject({ error: { code: "approval.denied" } });
@@ -302,25 +288,7 @@ describe("shipped build: untrusted content can't steer the owner's power", () =>
     // The page of this turn (and of the earlier one, in this chat's history) made it untrusted.
     expect(text).toMatch(/untrusted\.delegation: untrusted content, after reading [^\n]*\/report/);
     expect(text).toContain("delegate with shell — ops: wipe the logs");
-    const markup = prompt.body.reply_markup;
-    const keyboard = (typeof markup === "string" ? JSON.parse(markup) : markup) as {
-      inline_keyboard: Array<Array<{ callback_data: string }>>;
-    };
-    const deny = keyboard.inline_keyboard.flat().find((button) => button.callback_data.startsWith("deny:"));
-    telegram.pushUpdate({
-      callback_query: {
-        id: "cb-deny-delegate",
-        from: { id: OWNER, is_bot: false, first_name: "Owner" },
-        chat_instance: "1",
-        data: deny!.callback_data,
-        message: {
-          message_id: 9_002,
-          date: Math.floor(Date.now() / 1000),
-          chat: { id: OWNER, type: "private" },
-          text: "…",
-        },
-      },
-    });
+    pressDeny(prompt, "cb-deny-delegate");
     await waitFor(() => telegram.sentTexts().includes("I did not hand anything on."), "the answer", 20_000);
     expect(JSON.parse(results[1]!)).toMatchObject({ error: { code: "approval.denied" } });
     // ops got no turn: the three scripted model calls were all there were.
