@@ -24,10 +24,19 @@ const sourcesSchema = z.array(
   }),
 );
 const fileRow = row(
-  z.object({ sources: z.string(), size: z.number(), mtime_ms: z.number() }),
+  z.object({ sources: z.string(), size: z.number(), mtime_ms: z.number(), change_sig: z.string() }),
   "file_provenance",
 );
 const memoryRow = row(z.object({ key: z.string(), sources: z.string() }), "memory_provenance");
+
+/**
+ * What can't be put back by whoever changes a file: its device and inode (a file swapped for another) and its
+ * status-change time in ns (moved by every write, chmod, rename or new hard link; `utimes` can set the mtime back,
+ * not this). With the size and mtime this is the file as Magpie left it.
+ */
+function changeSignature(stats: fs.BigIntStats): string {
+  return `${stats.dev}:${stats.ino}:${stats.ctimeNs}`;
+}
 
 /** What Magpie knows about a file's origin. */
 export type FileOrigin =
@@ -39,25 +48,32 @@ export type FileOrigin =
 /**
  * The provenance of what Magpie writes (DESIGN.md → Security → "Untrusted content"): files (with the size and
  * modification time at the write, so a later change outside Magpie is noticed) and memories, each with the
- * untrusted sources of the turn that wrote it (`[]` for an owner's untainted turn). Migration 032.
+ * untrusted sources of the turn that wrote it (`[]` for an owner's untainted turn). Migrations 032, 036.
  */
 export class ProvenanceStore {
   constructor(private readonly db: Db) {}
 
   /** Records the file at `realPath` as just written by a turn holding `sources`. */
   recordFile(realPath: string, sources: readonly UntrustedSource[], now = Date.now()): void {
-    let stats: fs.Stats;
+    let stats: fs.BigIntStats;
     try {
-      stats = fs.statSync(realPath);
+      stats = fs.statSync(realPath, { bigint: true });
     } catch {
       return;
     }
     prepared(
       this.db,
-      `INSERT INTO file_provenance (path, sources, size, mtime_ms, written_at) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO file_provenance (path, sources, size, mtime_ms, change_sig, written_at) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (path) DO UPDATE SET sources = excluded.sources, size = excluded.size,
-           mtime_ms = excluded.mtime_ms, written_at = excluded.written_at`,
-    ).run(realPath, JSON.stringify(sources), stats.size, Math.trunc(stats.mtimeMs), now);
+           mtime_ms = excluded.mtime_ms, change_sig = excluded.change_sig, written_at = excluded.written_at`,
+    ).run(
+      realPath,
+      JSON.stringify(sources),
+      Number(stats.size),
+      Number(stats.mtimeNs / 1_000_000n),
+      changeSignature(stats),
+      now,
+    );
   }
 
   /** Forgets a file Magpie deleted. */
@@ -68,17 +84,24 @@ export class ProvenanceStore {
   /** Where the existing file at `realPath` came from, as far as Magpie's records say. */
   fileOrigin(realPath: string): FileOrigin {
     const stored = fileRow.one(
-      prepared(this.db, "SELECT sources, size, mtime_ms FROM file_provenance WHERE path = ?").get(realPath),
+      prepared(this.db, "SELECT sources, size, mtime_ms, change_sig FROM file_provenance WHERE path = ?").get(
+        realPath,
+      ),
     );
     if (!stored) return { trusted: false, sources: [] };
-    let stats: fs.Stats;
+    let stats: fs.BigIntStats;
     try {
-      stats = fs.statSync(realPath);
+      stats = fs.statSync(realPath, { bigint: true });
     } catch {
       return { trusted: false, sources: [] };
     }
-    // Changed since Magpie wrote it: what it holds now is not what the record vouches for.
-    if (stats.size !== stored.size || Math.trunc(stats.mtimeMs) !== stored.mtime_ms)
+    // Changed since Magpie wrote it (even with the mtime put back): what it holds now is not what the record vouches
+    // for. A row from before migration 036 has no signature and matches nothing.
+    if (
+      Number(stats.size) !== stored.size ||
+      Number(stats.mtimeNs / 1_000_000n) !== stored.mtime_ms ||
+      changeSignature(stats) !== stored.change_sig
+    )
       return { trusted: false, sources: [] };
     const sources = parseJson(stored.sources, sourcesSchema, `file_provenance of ${realPath}`);
     return sources.length === 0 ? { trusted: true } : { trusted: false, sources };

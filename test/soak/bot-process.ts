@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { appendFileSync } from "node:fs";
 import { MAGPIE_NODE_ARGS } from "../helpers/cli-path.js";
 
 /**
@@ -55,6 +56,9 @@ export class BotProcess {
           buffered = buffered.slice(newline + 1);
           newline = buffered.indexOf("\n");
           this.tail.push(line);
+          // MAGPIE_SOAK_LOG=<file> keeps every log line of every run, to diagnose a failed soak afterwards.
+          if (process.env.MAGPIE_SOAK_LOG)
+            appendFileSync(process.env.MAGPIE_SOAK_LOG, `${this.starts} ${line}\n`);
           if (this.tail.length > 60) this.tail.shift();
           const listening = /"port":(\d+)[^\n]*"msg":"http-listening"/.exec(line);
           if (listening) {

@@ -22,13 +22,59 @@ export interface SoakPlatform {
   fault(random: ReturnType<typeof seededRandom>): string;
 }
 
+/** An approval prompt (DESIGN.md → Security): the owner's question, not a reply to a message. */
+export const isApprovalPrompt = (text: string) => text.startsWith("Approval needed");
+
+/**
+ * The owner at the phone: presses Approve on every approval prompt the bot sends (each once; a prompt asked again
+ * after a restart carries the same id, and the second press is refused as already decided). Returns how many
+ * prompts it approved. A crash in the middle of a `file_append` leaves a file Magpie can't vouch for (the write
+ * may or may not have landed), so a resumed turn that checks it with `file_grep` is tainted and its next append
+ * asks (rule of two) — as it would ask a real owner.
+ */
+export function approveTelegramPrompts(telegram: FakeTelegram): { approved: () => number; stop: () => void } {
+  const pressed = new Set<string>();
+  let seen = 0;
+  const timer = setInterval(() => {
+    for (; seen < telegram.calls.length; seen++) {
+      const call = telegram.calls[seen]!;
+      if (call.method !== "sendMessage" || call.failed || !isApprovalPrompt(String(call.body.text))) continue;
+      const markup = call.body.reply_markup;
+      const keyboard = (typeof markup === "string" ? JSON.parse(markup) : markup) as
+        | { inline_keyboard?: Array<Array<{ callback_data?: string }>> }
+        | undefined;
+      const approve = keyboard?.inline_keyboard
+        ?.flat()
+        .find((button) => button.callback_data?.startsWith("approve:"))?.callback_data;
+      if (!approve || pressed.has(`${call.body.chat_id} ${approve}`)) continue;
+      pressed.add(`${call.body.chat_id} ${approve}`);
+      const chat = Number(call.body.chat_id);
+      telegram.pushUpdate({
+        callback_query: {
+          id: `soak-approve-${seen}`,
+          from: { id: chat, is_bot: false, first_name: `User${chat}` },
+          chat_instance: String(chat),
+          data: approve,
+          message: {
+            message_id: 1 + seen,
+            date: Math.floor(Date.now() / 1000),
+            chat: { id: chat, type: "private" },
+            text: "…",
+          },
+        },
+      });
+    }
+  }, 50);
+  return { approved: () => pressed.size, stop: () => clearInterval(timer) };
+}
+
 export function telegramPlatform(telegram: FakeTelegram): SoakPlatform {
   return {
     name: "telegram",
     callCount: () => telegram.calls.length,
     deliveries: () =>
       telegram.calls.flatMap((call, index) =>
-        call.method === "sendMessage" && !call.failed
+        call.method === "sendMessage" && !call.failed && !isApprovalPrompt(String(call.body.text))
           ? [{ index, chat: String(call.body.chat_id), text: String(call.body.text) }]
           : [],
       ),

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { BotProcess } from "./bot-process.js";
 import { TOKEN } from "./echo-llm.js";
-import { type Delivery, telegramPlatform } from "./soak-platforms.js";
+import { approveTelegramPrompts, type Delivery, telegramPlatform } from "./soak-platforms.js";
 import { FULL, seededRandom, sleep } from "./soak-size.js";
 import { LINES_FILE, ToolLlm } from "./tool-llm.js";
 
@@ -58,6 +58,8 @@ describe(`crash soak with side-effecting tool calls (${FULL ? "full" : "short"})
         }),
       );
       const platform = telegramPlatform(telegram);
+      const owner = approveTelegramPrompts(telegram);
+      cleanup.push(async () => owner.stop());
       const bot = new BotProcess(cwd, "magpie.yaml");
       cleanup.push(() => bot.kill());
       // Start-up gets 60 s: on a shared 2-core box under load a start took over 15 s (what is measured here is
@@ -205,6 +207,7 @@ describe(`crash soak with side-effecting tool calls (${FULL ? "full" : "short"})
         resentPerKill,
         outcomes,
         modelSaw: llm.seen,
+        approvals: owner.approved(),
         llmRequests: llm.requests,
         llmFaults: llm.faults,
         interruptedNotices,
@@ -224,6 +227,9 @@ describe(`crash soak with side-effecting tool calls (${FULL ? "full" : "short"})
       expect(counts.interrupted).toBeLessThanOrEqual(Math.floor(SIZE.messages / 100));
       for (const notice of interruptedNotices) expect(notice).toMatch(/interrupted/);
       expect(counts.answered + counts.interrupted).toBe(SIZE.messages);
+      // The owner is asked only after a crash cut off an append (its file then can't be vouched for): for the
+      // appends of a turn that checked the file after being told a call's outcome is unknown, never otherwise.
+      expect(owner.approved()).toBeLessThanOrEqual(llm.seen.appendsAfterCheck);
       expect(leftInJournal).toBe(0);
       expect(unsentReplies).toBe(0);
       expect(exitCode).toBe(0);

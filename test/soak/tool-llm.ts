@@ -39,7 +39,7 @@ export class ToolLlm {
   requests = 0;
   faults = { status500: 0, status429: 0, dropped: 0 };
   /** Tool results the model was given, by kind. */
-  seen = { outcomeUnknown: 0, checks: 0, reappends: 0 };
+  seen = { outcomeUnknown: 0, checks: 0, reappends: 0, appendsAfterCheck: 0 };
   private calls = 0;
   private readonly server: http.Server;
   private port = 0;
@@ -167,6 +167,9 @@ export class ToolLlm {
     const missing = markers.filter((marker) => state.get(marker) !== "done");
     if (missing.length > 0) {
       this.seen.reappends += missing.filter((marker) => state.get(marker) === "failed").length;
+      // Appends of a turn that has read the file (its check): the rule of two may ask the owner for each.
+      const checked = [...asked.values()].some((call) => call.name === "file_grep");
+      if (checked) this.seen.appendsAfterCheck += missing.length;
       return {
         content: null,
         tool_calls: missing.map((marker) =>
