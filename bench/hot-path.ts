@@ -42,6 +42,8 @@ const REFERENCE_BOT = path.resolve(HERE, "reference-bot.js");
 const MESSAGES = Number(process.env.HOT_PATH_BENCH_MESSAGES ?? 300);
 const ROUNDS = Number(process.env.HOT_PATH_BENCH_ROUNDS ?? 6);
 const WARM_UP = 30;
+/** A pause before each message (ms): a user's next message does not come within a millisecond of the reply. */
+const GAP_MS = Number(process.env.HOT_PATH_BENCH_GAP_MS ?? 0);
 /** Tool-call steps per turn in the step phase. */
 const STEPS = 3;
 const STORED = 10_000;
@@ -315,6 +317,7 @@ class Subject {
   async plain(count: number, keep = true): Promise<void> {
     const cpuBefore = cpuMs(this.child!.pid!);
     for (let index = 0; index < count; index++) {
+      if (GAP_MS > 0) await new Promise((resolve) => setTimeout(resolve, GAP_MS));
       const timing = await this.send(index, 0);
       if (!keep) continue;
       this.toLlm.push(timing.requests[0]! - timing.pushed);
@@ -330,6 +333,7 @@ class Subject {
     const cpuBefore = cpuMs(this.child!.pid!);
     const phase = this.steps.get(tool)!;
     for (let index = 0; index < count; index++) {
+      if (GAP_MS > 0) await new Promise((resolve) => setTimeout(resolve, GAP_MS));
       const timing = await this.send(index, STEPS, tool);
       if (!keep) continue;
       if (timing.requests.length !== STEPS + 1)

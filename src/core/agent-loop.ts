@@ -145,6 +145,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
     }
     let result: CompletionResult;
     input.onActivity?.("waiting for the model");
+
     try {
       result = await deps.model.complete(
         { model, messages, tools: specs.length > 0 ? specs : undefined },
@@ -247,6 +248,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         });
       else {
         output = await runCall(deps, input, call, askedStep);
+
         askedStep = undefined;
       }
       newMessages.push({ role: "tool", tool_call_id: call.id, content: output });
@@ -286,26 +288,42 @@ async function runCall(
   if (!journal) return deps.tools.execute(call, input.toolNames, input.context);
   const { signal } = input.context;
   const started: JournalStep = { kind: "call", callId: call.id, at: journal.now() };
-  if (before)
+  // The steps written before the call runs, in one transaction. A read-only call that was running at a crash is run
+  // again when its turn resumes, and one whose step was never written is simply asked for again: its start need not
+  // be on disk before it runs. So the LLM step that asked for it and its start wait for its result's commit (with
+  // the call's audit and trace rows) — one commit per step instead of two (issue 35, hot path). Anything journaled
+  // in between (an approval asked or decided) writes them first, so the order on disk is the order they happened.
+  let unwritten: JournalStep[] | undefined = before ? [before, started] : [started];
+  const writeStarted = () => {
+    if (!unwritten) return;
+    const steps = unwritten;
+    unwritten = undefined;
     journal.atomically(() => {
-      journal.write(before);
-      journal.write(started);
+      for (const step of steps) journal.write(step);
     });
-  else journal.write(started);
+  };
+  if (!(deps.tools.isReadOnly?.(call) ?? false)) writeStarted();
   let stored = false;
   const storeResult = (output: string) => {
     if (stored || signal.aborted) return;
-    journal.write({ kind: "result", callId: call.id, output, at: journal.now() });
+    journal.atomically(() => {
+      writeStarted();
+      journal.write({ kind: "result", callId: call.id, output, at: journal.now() });
+    });
     stored = true;
   };
   const approvals = approvalsOf(journal.steps, call.id);
   let nextApproval = 0;
   const approvalSteps: ApprovalSteps = {
     next: () => approvals[nextApproval++],
-    asked: (approvalId) =>
-      journal.write({ kind: "approval", callId: call.id, approvalId, at: journal.now() }),
-    decided: (approvalId, decision) =>
-      journal.write({ kind: "approval", callId: call.id, approvalId, decision, at: journal.now() }),
+    asked: (approvalId) => {
+      writeStarted();
+      journal.write({ kind: "approval", callId: call.id, approvalId, at: journal.now() });
+    },
+    decided: (approvalId, decision) => {
+      writeStarted();
+      journal.write({ kind: "approval", callId: call.id, approvalId, decision, at: journal.now() });
+    },
   };
   const output = await deps.tools.execute(call, input.toolNames, {
     ...input.context,

@@ -1,6 +1,7 @@
 import type OpenAI from "openai";
 import { z } from "zod";
 import type { MagpieConfig } from "../config/schema.js";
+import { leanFetch } from "../lib/lean-fetch.js";
 import { createRedactor } from "../log/redact.js";
 import { describeLlmError } from "./errors.js";
 import type { CallScope, LlmCallKind, LlmCallPorts, LlmUsage } from "./llm-call.js";
@@ -69,6 +70,8 @@ export function createEndpoint(
         baseURL: settings.baseUrl,
         timeout: settings.timeoutMs,
         maxRetries: settings.maxRetries,
+        // undici's request() under a fetch: 0.3 ms less per LLM round trip than global fetch (src/lib/lean-fetch.ts).
+        fetch: leanFetch(),
       });
     });
     // A failed load (it should not happen) is tried again next time rather than remembered.

@@ -159,4 +159,83 @@ describe("a tool-call step in the agent loop", () => {
     expect(seen[1]).toEqual({ rows: ["llm", "call", "result", "call"], commits: 3 });
     expect(db.inTransaction).toBe(false);
   });
+  it("a read-only call's step is one commit with its result; a side effect's start is on disk before it runs", async () => {
+    const { db, journal, journalRows } = setUp();
+    let commits = 0;
+    const counted = <T>(write: () => T): T => {
+      if (!db.inTransaction) commits++;
+      return write();
+    };
+    const seen: Array<{ tool: string; rows: unknown[]; commits: number }> = [];
+    let answers = 0;
+    const model: ChatModel = {
+      complete: async () =>
+        answers++ === 0
+          ? {
+              content: null,
+              toolCalls: [
+                { id: "c1", type: "function", function: { name: "cron_list", arguments: "{}" } },
+                { id: "c2", type: "function", function: { name: "file_append", arguments: '{"path":"a"}' } },
+                { id: "c3", type: "function", function: { name: "file_read", arguments: '{"path":"a"}' } },
+              ],
+              finishReason: "tool_calls",
+            }
+          : { content: "done", toolCalls: [], finishReason: "stop" },
+    };
+    const tools: ToolRuntime = {
+      resolveToolSet: () => ["cron_list", "file_append", "file_read"],
+      specs: () => [],
+      isReadOnly: (call) => call.function.name !== "file_append",
+      execute: async (call, _allowed, context) => {
+        seen.push({ tool: call.function.name, rows: journalRows.all(), commits });
+        // The read-only file_read asks the owner (a guard's warning): its step and start go to disk first.
+        if (call.function.name === "file_read") {
+          context.approvalSteps?.asked("ap1");
+          seen.push({ tool: "asked", rows: journalRows.all(), commits });
+        }
+        context.onResult?.("ok");
+        return "ok";
+      },
+    };
+    const turnJournal: TurnJournal = {
+      steps: [],
+      write: (step) => counted(() => journal.append("inbox:1", step)),
+      atomically: (write) => counted(() => journal.atomically(write)),
+      now: () => Date.now(),
+    };
+    const outcome = await runAgentTurn(
+      { model, tools, logger: { info() {}, warn() {} } as never, maxIterations: 4, llm: { timeoutMs: 1000 } },
+      {
+        agent: { name: "main", model: "m" } as never,
+        systemPrompt: "s",
+        history: [],
+        userText: "list",
+        toolNames: ["cron_list", "file_append", "file_read"],
+        context: { sessionKey: "s", signal: new AbortController().signal } as unknown as ToolCallContext,
+        journal: turnJournal,
+      },
+    );
+    expect(outcome.status).toBe("ok");
+    // The read-only call ran with nothing committed yet: its LLM step, start and result are then one commit.
+    expect(seen[0]).toEqual({ tool: "cron_list", rows: [], commits: 0 });
+    // The side effect's start is on disk (a commit of its own) before it runs, after the first call's one commit.
+    expect(seen[1]).toEqual({ tool: "file_append", rows: ["llm", "call", "result", "call"], commits: 2 });
+    // A read-only call that journals an approval writes its start first, so the order on disk is what happened.
+    expect(seen[3]).toEqual({
+      tool: "asked",
+      rows: ["llm", "call", "result", "call", "result", "call", "approval"],
+      commits: 5,
+    });
+    expect(journalRows.all()).toEqual([
+      "llm",
+      "call",
+      "result",
+      "call",
+      "result",
+      "call",
+      "approval",
+      "result",
+    ]);
+    expect(db.inTransaction).toBe(false);
+  });
 });
