@@ -76,7 +76,10 @@ function decoderFor(
     case "deflate":
       return { whole: (bytes) => zlib.inflateSync(bytes), stream: () => zlib.createInflate() };
     case "br":
-      return { whole: (bytes) => zlib.brotliDecompressSync(bytes), stream: () => zlib.createBrotliDecompress() };
+      return {
+        whole: (bytes) => zlib.brotliDecompressSync(bytes),
+        stream: () => zlib.createBrotliDecompress(),
+      };
     default:
       return undefined;
   }
@@ -107,7 +110,7 @@ function headerRecord(headers: RequestInit["headers"]): Record<string, string> |
     if (key === "accept-encoding") return;
     record[key] = key in record ? `${record[key]}, ${value}` : value;
   };
-  if (headers instanceof Headers) headers.forEach((value, name) => add(name, value));
+  if (headers instanceof Headers) for (const [name, value] of headers) add(name, value);
   else if (Array.isArray(headers)) for (const [name, value] of headers) add(name!, value!);
   else for (const [name, value] of Object.entries(headers)) if (value !== undefined) add(name, String(value));
   return record;
