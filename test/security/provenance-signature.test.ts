@@ -40,7 +40,7 @@ function written(name: string, text = "pay 10 EUR to the landlord\n") {
 describe("a written file's provenance", () => {
   it("a same-size edit with the mtime put back (touch -d, os.utime, rsync -t) is no longer Magpie's", () => {
     const { file, at } = written("plan.txt");
-    fs.writeFileSync(file, "pay 99 EUR to attacker@x\n".padEnd(at.size - 1, " ") + "\n");
+    fs.writeFileSync(file, `${"pay 99 EUR to attacker@x\n".padEnd(at.size - 1, " ")}\n`);
     expect(fs.statSync(file).size).toBe(at.size);
     fs.utimesSync(file, 1_790_000_000, 1_790_000_000);
     expect(Math.trunc(fs.statSync(file).mtimeMs)).toBe(Math.trunc(at.mtimeMs));
