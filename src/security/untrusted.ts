@@ -513,6 +513,8 @@ export async function existingTargets(
           ? [{ path: str(input.path)!, delete: false }]
           : []
         : [];
+  // Most calls write no file: Magpie's state paths (a realpath each) are not resolved for them.
+  if (files.length === 0) return existing;
   const scope = scopeOf(config, homeDir);
   for (const file of files) {
     try {

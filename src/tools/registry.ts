@@ -338,10 +338,12 @@ export class ToolRegistry implements ToolRuntime {
       tool.name === "shell"
         ? await shellReads(input, this.options.config, this.provenance, this.options.services.homeDir)
         : undefined;
-    let output: ToolOutput | undefined;
+    let output: string | undefined;
     let failure: unknown;
     try {
-      output = await tool.execute(parsed.data, context);
+      const result = await tool.execute(parsed.data, context);
+      // Encoded once, for the provenance check and the caller (which takes a string as it is).
+      output = typeof result === "string" ? result : JSON.stringify(result, null, 2);
       return output;
     } catch (error) {
       failure = error;
@@ -368,7 +370,7 @@ export class ToolRegistry implements ToolRuntime {
   private async afterCall(
     tool: Tool,
     input: Record<string, unknown>,
-    output: ToolOutput | undefined,
+    output: string | undefined,
     callContext: ToolCallContext,
     provenance: NonNullable<ToolCallContext["turnApprovals"]>["provenance"],
     existed: ReadonlySet<string>,
@@ -379,8 +381,7 @@ export class ToolRegistry implements ToolRuntime {
       tool,
       input,
       failed,
-      output:
-        output === undefined ? "" : typeof output === "string" ? output : JSON.stringify(output, null, 2),
+      output: output ?? "",
       agent: callContext.agent,
       config: this.options.config,
       homeDir: this.options.services.homeDir,
