@@ -20,6 +20,7 @@
  * - bot CPU per message: from /proc, over the plain messages (steadier than wall time on a shared machine).
  *
  * HOT_PATH_BENCH_MESSAGES (per bot and kind, default 300), HOT_PATH_BENCH_ROUNDS (default 6),
+ * HOT_PATH_BENCH_GAP_MS (a pause before each message, default 0: the next message comes as the reply is read),
  * HOT_PATH_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", for the Magpie bots),
  * HOT_PATH_BENCH_CLI (another build of the CLI; dist/src/cli/main.js names functions by source file in a profile),
  * HOT_PATH_BENCH_COMPARE=<main.js> adds a bot running that other build (an earlier commit's) in the same rounds.
