@@ -1,7 +1,6 @@
 import type OpenAI from "openai";
 import { z } from "zod";
 import type { MagpieConfig } from "../config/schema.js";
-import { leanFetch } from "../lib/lean-fetch.js";
 import { createRedactor } from "../log/redact.js";
 import { describeLlmError } from "./errors.js";
 import type { CallScope, LlmCallKind, LlmCallPorts, LlmUsage } from "./llm-call.js";
@@ -62,18 +61,21 @@ export function createEndpoint(
 ): LlmProvider {
   let client: Promise<OpenAI> | undefined;
   const sdk = (): Promise<OpenAI> => {
-    client ??= import("openai").then(({ default: OpenAIClient }) => {
-      clientConstructions.count += 1;
-      return new OpenAIClient({
-        // Local servers (Ollama, llama.cpp) accept any key; the SDK insists on one.
-        apiKey: settings.apiKey ?? "not-needed",
-        baseURL: settings.baseUrl,
-        timeout: settings.timeoutMs,
-        maxRetries: settings.maxRetries,
-        // undici's request() under a fetch: 0.3 ms less per LLM round trip than global fetch (src/lib/lean-fetch.ts).
-        fetch: leanFetch(),
-      });
-    });
+    // The lean fetch (undici) is loaded with the SDK, not at start-up.
+    client ??= Promise.all([import("openai"), import("../lib/lean-fetch.js")]).then(
+      ([{ default: OpenAIClient }, { leanFetch }]) => {
+        clientConstructions.count += 1;
+        return new OpenAIClient({
+          // Local servers (Ollama, llama.cpp) accept any key; the SDK insists on one.
+          apiKey: settings.apiKey ?? "not-needed",
+          baseURL: settings.baseUrl,
+          timeout: settings.timeoutMs,
+          maxRetries: settings.maxRetries,
+          // undici's request() under a fetch: 0.3 ms less per LLM round trip than global fetch (src/lib/lean-fetch.ts).
+          fetch: leanFetch(),
+        });
+      },
+    );
     // A failed load (it should not happen) is tried again next time rather than remembered.
     client.catch(() => {
       client = undefined;
