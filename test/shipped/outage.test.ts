@@ -67,6 +67,16 @@ async function start(llmPort: number, agent: object, more: Record<string, unknow
   return { telegram, bot, say, texts: () => telegram.sentTexts() };
 }
 
+/** Outbox rows the platform took and Magpie recorded as sent. */
+function sentRows(bot: ShippedBot): number {
+  const db = new Database(path.join(bot.dataDir, "magpie.db"), { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare("SELECT count(*) FROM outbox WHERE status = 'sent'").pluck().get() as number;
+  } finally {
+    db.close();
+  }
+}
+
 function inbox(
   bot: ShippedBot,
 ): Array<{ status: string; outcome: string | null; outcome_cause: string | null }> {
@@ -267,6 +277,12 @@ describe("waiting out an LLM outage after a tool call ran (shipped build)", () =
     );
     await until(
       () => texts().length >= 1,
+      () => JSON.stringify(texts()),
+    );
+    // Killed while parked, not while the notice is on its way: a send the platform took but the outbox had not yet
+    // recorded is sent again after a restart (Telegram takes no idempotency key; the crash soaks count those).
+    await until(
+      () => sentRows(bot) >= 1,
       () => JSON.stringify(texts()),
     );
     await bot.kill();
