@@ -37,7 +37,10 @@ export class KeywordSearch {
     // FTS5's structure record (id 10 of its data table) changes with every write to the index, from any connection
     // or process; a write still pending inside an open transaction is not in it yet (no frequency is kept then).
     this.structure = db.prepare("SELECT block FROM memories_fts_data WHERE id = 10").pluck();
-    this.probe = db.prepare("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?").pluck();
+    // Counted in SQLite: a common term's probe handed up to its share of the budget (hundreds) of row ids to JS.
+    this.probe = db
+      .prepare("SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)")
+      .pluck();
     this.ranked = db.prepare(
       `SELECT m.id AS id, f.score AS bm25 FROM (
          SELECT rowid, bm25(memories_fts, 2.0, 1.0) AS score FROM memories_fts
@@ -103,7 +106,7 @@ export class KeywordSearch {
     const known = kept?.get(term);
     // Exact when fewer than its limit came back; a floor otherwise, enough for a limit no higher.
     if (known && (known.count < known.limit || limit <= known.limit)) return Math.min(known.count, limit);
-    const count = this.probe.all(quoteTerm(term), limit).length;
+    const count = Number(this.probe.get(quoteTerm(term), limit));
     if (kept) {
       if (kept.size >= FREQUENCIES_KEPT) kept.clear();
       kept.set(term, { count, limit });

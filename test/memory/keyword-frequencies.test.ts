@@ -18,7 +18,7 @@ afterEach(() => {
   for (const store of opened.splice(0)) store.close();
 });
 
-const PROBE = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?";
+const PROBE = "SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)";
 
 /** A store of 1,200 memories that all say "router", and a search whose frequency probes are counted. */
 function setUp() {
@@ -48,13 +48,17 @@ function setUp() {
         const statement = target.prepare(sql);
         if (sql !== PROBE) return statement;
         return new Proxy(statement, {
-          get(inner, name) {
-            if (name === "all")
+          get(inner, name, proxy) {
+            if (name === "get")
               return (...args: unknown[]) => {
                 probes.push(String(args[0]));
-                return (inner.all as (...values: unknown[]) => unknown[])(...args);
+                return (inner.get as (...values: unknown[]) => unknown)(...args);
               };
-            if (name === "pluck") return () => counted.prepare(sql) as unknown as Statement;
+            if (name === "pluck")
+              return (toggle?: boolean) => {
+                inner.pluck(toggle ?? true);
+                return proxy;
+              };
             const value = Reflect.get(inner, name, inner);
             return typeof value === "function" ? value.bind(inner) : value;
           },
