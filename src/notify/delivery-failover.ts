@@ -207,7 +207,8 @@ export class DeliveryFailover {
       });
       // A path that already had the report sent nothing: the row (with `already`) tells `deliveredVia` and the trace
       // so, and /metrics does not count it as a failover.
-      if (already) logger.info({ outboxId: item.id, from, path: already }, "delivery-failover-already-delivered");
+      if (already)
+        logger.info({ outboxId: item.id, from, path: already }, "delivery-failover-already-delivered");
       else if (delivered) logger.warn({ outboxId: item.id, from, path: delivered }, "delivery-failed-over");
       else logger.error({ outboxId: item.id, from, tried }, "delivery-failover-exhausted");
     }

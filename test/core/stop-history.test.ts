@@ -15,13 +15,13 @@ afterEach(async () => {
 });
 
 /** Every assistant message with tool calls in a request has a result for each call right after it. */
-function everyRoundComplete(messages: ReadonlyArray<{ role: string }>): boolean {
+function everyRoundComplete(messages: ReadonlyArray<Record<string, unknown>>): boolean {
   return messages.every((message, index) => {
-    const calls = (message as { tool_calls?: Array<{ id: string }> }).tool_calls ?? [];
-    const results = new Set<string>();
+    const calls = (message.tool_calls ?? []) as Array<{ id: string }>;
+    const results = new Set<unknown>();
     for (const next of messages.slice(index + 1)) {
       if (next.role !== "tool") break;
-      results.add((next as { tool_call_id: string }).tool_call_id);
+      results.add(next.tool_call_id);
     }
     return calls.every((call) => results.has(call.id));
   });
@@ -69,7 +69,7 @@ describe("/stop keeps the completed tool rounds of the stopped turn in history",
     expect(messages.find((message) => message.tool_call_id === "call-slow")).toMatchObject({
       content: expect.stringContaining("slow aborted"),
     });
-    expect(everyRoundComplete(messages as Array<{ role: string }>)).toBe(true);
+    expect(everyRoundComplete(messages)).toBe(true);
     expect(messages.slice(-2)).toMatchObject([
       { role: "assistant", content: "(This request was stopped before it finished.)" },
       { role: "user", content: "did the append happen?" },
@@ -85,7 +85,9 @@ describe("/stop keeps the completed tool rounds of the stopped turn in history",
     const asked1 = {
       role: "assistant" as const,
       content: null,
-      tool_calls: [{ id: "a1", type: "function" as const, function: { name: "echo", arguments: '{"text":"one"}' } }],
+      tool_calls: [
+        { id: "a1", type: "function" as const, function: { name: "echo", arguments: '{"text":"one"}' } },
+      ],
     };
     const asked2 = {
       role: "assistant" as const,

@@ -202,7 +202,10 @@ describe("delivery failover", () => {
     // The trace says what happened — the report had reached ntfy by its own delivery — not a failover to it, and
     // /metrics counts no failover: nothing was sent as one.
     const outboxId = failoverRows(app)[0]!.outbox_id;
-    const line = deliveryLines(new TraceRepository(app.store.db).outboxItem(outboxId)!, timeFormat("UTC"))[0]!;
+    const line = deliveryLines(
+      new TraceRepository(app.store.db).outboxItem(outboxId)!,
+      timeFormat("UTC"),
+    )[0]!;
     expect(line).toContain("already delivered via ntfy by its own delivery (failover sent nothing)");
     expect(line).not.toContain("delivered via ntfy (failover)");
     const metrics = await (await fetch(`${harness!.url}/metrics`)).text();

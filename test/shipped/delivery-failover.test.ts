@@ -161,9 +161,9 @@ describe("shipped build: a cron report to a chat that blocked the bot fails over
     );
     expect(decided).toMatchObject({ path: "ntfy", from: `telegram:${BLOCKED_CHAT}` });
     expect(bot.logsOf("delivery-failed-over")).toHaveLength(1); // the cron report's, only
-    expect(
-      ntfy.messages.filter((message) => message.message.includes("The shed door opened")),
-    ).toHaveLength(1);
+    expect(ntfy.messages.filter((message) => message.message.includes("The shed door opened"))).toHaveLength(
+      1,
+    );
     const trace = await bot.cli(["trace", "outbox", String(decided.outboxId)]);
     expect(trace.code).toBe(0);
     expect(trace.stdout).toContain("already delivered via ntfy by its own delivery (failover sent nothing)");
