@@ -4,6 +4,7 @@ import type { MagpieFeature } from "../../src/app/feature.js";
 import { metricsFeature } from "../../src/app/metrics-feature.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import { triggersFeature } from "../../src/app/triggers-feature.js";
+import { undeliveredItems } from "../../src/dashboard/pages/home-data.js";
 import { ChannelSendError } from "../../src/lib/errors.js";
 import type { Scheduler } from "../../src/scheduler/scheduler.js";
 import { TraceRepository, traceOf } from "../../src/store/trace.js";
@@ -208,6 +209,12 @@ describe("delivery failover", () => {
     )[0]!;
     expect(line).toContain("already delivered via ntfy by its own delivery (failover sent nothing)");
     expect(line).not.toContain("delivered via ntfy (failover)");
+    // The dashboard's home card reads the same row.
+    expect(undeliveredItems(app.store.db)[0]).toMatchObject({
+      outboxId,
+      failover: "ntfy",
+      failoverAlready: true,
+    });
     const metrics = await (await fetch(`${harness!.url}/metrics`)).text();
     expect(metrics).not.toMatch(/^magpie_delivery_failovers_total\{/m);
   });

@@ -168,6 +168,12 @@ describe("shipped build: a cron report to a chat that blocked the bot fails over
     expect(trace.code).toBe(0);
     expect(trace.stdout).toContain("already delivered via ntfy by its own delivery (failover sent nothing)");
     expect(trace.stdout).not.toContain("(failover)");
+    const page = await fetch(`${bot.url}/ui/trace/outbox/${String(decided.outboxId)}`, {
+      headers: { authorization: `Bearer ${DASHBOARD_TOKEN}` },
+    });
+    expect(await page.text()).toContain(
+      'data-failover-path="ntfy">already delivered via ntfy by its own delivery (failover sent nothing)</b>',
+    );
     const metrics = await fetch(`${bot.url}/metrics`, {
       headers: { authorization: `Bearer ${METRICS_TOKEN}` },
     });
