@@ -113,11 +113,11 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
     for (const key of replayed.refusedCalls) refusedCalls.add(key);
     toolCalls = replayed.toolCalls;
     firstIteration = replayed.steps + 1;
-    if (signal.aborted) return aborted(userMessage, replayed.steps, toolCalls);
+    if (signal.aborted) return aborted(newMessages, replayed.steps, toolCalls);
   }
 
   for (let iteration = firstIteration; iteration <= deps.maxIterations; iteration++) {
-    if (signal.aborted) return aborted(userMessage, iteration - 1, toolCalls);
+    if (signal.aborted) return aborted(newMessages, iteration - 1, toolCalls);
     // The images ride on the current user message of each request; history keeps the text only.
     const current: RequestMessage =
       images.length > 0
@@ -153,7 +153,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         { signal, onTextDelta: input.onTextDelta, scope: input.spendScope },
       );
     } catch (error) {
-      if (signal.aborted) return aborted(userMessage, iteration - 1, toolCalls);
+      if (signal.aborted) return aborted(newMessages, iteration - 1, toolCalls);
       const failure = describeLlmError(error, { ...deps.llm, model });
       if (images.length > 0 && deps.vision === "auto" && isRefusal(failure.status)) {
         // llm.vision auto: a model that can't take images gets the text alone, and is told so.
@@ -259,7 +259,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
     }
     // No call started (the turn was stopped first): the step is journaled alone.
     if (askedStep) journal?.write(askedStep);
-    if (signal.aborted) return aborted(userMessage, iteration, toolCalls);
+    if (signal.aborted) return aborted(newMessages, iteration, toolCalls);
     refusedSteps = refusedNow === calls.length ? refusedSteps + 1 : 0;
     if (refusedSteps >= REFUSED_STEPS_LIMIT) {
       const reply = `I stopped: every tool call of the last ${REFUSED_STEPS_LIMIT} steps was refused (tool set, guard or budget), so asking the model again would only be refused again. Tell me how to go on.`;
@@ -470,18 +470,41 @@ function sortKeys(value: unknown): unknown {
   return value;
 }
 
-function aborted(userMessage: ChatMessage, iterations: number, toolCalls: number): TurnOutcome {
+/**
+ * A stopped turn's history: its request and every completed tool round (an assistant message with tool calls and
+ * a result for each — a call cut off by the stop has its "stopped" result), so the next turn's model knows what
+ * already took effect and doesn't do it twice. A half-finished round (a call without its result) and what follows
+ * it are dropped: OpenAI-compatible APIs refuse tool calls without all their results.
+ */
+function aborted(newMessages: ChatMessage[], iterations: number, toolCalls: number): TurnOutcome {
   return {
     status: "aborted",
     reply: "Stopped.",
-    // Keep the request in history but drop half-finished tool rounds (they would be invalid next time).
     newMessages: [
-      userMessage,
+      ...completedRounds(newMessages),
       { role: "assistant", content: "(This request was stopped before it finished.)" },
     ],
     iterations,
     toolCalls,
   };
+}
+
+/** The messages up to the first tool round whose calls do not all have their result next to them. */
+function completedRounds(messages: ChatMessage[]): ChatMessage[] {
+  for (let index = 0; index < messages.length; index++) {
+    const message = messages[index]!;
+    if (message.role !== "assistant" || !message.tool_calls?.length) continue;
+    const answered = new Set<string>();
+    let next = index + 1;
+    for (; next < messages.length; next++) {
+      const result = messages[next]!;
+      if (result.role !== "tool") break;
+      answered.add(result.tool_call_id);
+    }
+    if (!message.tool_calls.every((call) => answered.has(call.id))) return messages.slice(0, index);
+    index = next - 1;
+  }
+  return messages;
 }
 
 export type { ToolCall };

@@ -235,7 +235,7 @@ export class ChatTurns {
         { session: sessionKey, inboxIds, code: end.errorCode, retryAt: decision.retryAt, noticed },
         "turn-parked",
       );
-      if (!(await this.waitOut(sessionKey, inboxIds, decision.retryAt, signal))) return;
+      if (!(await this.waitOut(sessionKey, inboxIds, decision.retryAt, signal, end.newMessages))) return;
       waited = this.outages.outageOf(sessionKey);
     }
   }
@@ -249,6 +249,8 @@ export class ChatTurns {
     inboxIds: number[],
     until: number,
     signal: AbortSignal,
+    /** What the last try did (its request, completed tool rounds, failure text): kept in history if /stop drops it. */
+    done: ChatMessage[] = [],
   ): Promise<boolean> {
     try {
       await this.outages.wait(sessionKey, until, AbortSignal.any([signal, this.queues().stopping]));
@@ -257,6 +259,8 @@ export class ChatTurns {
       if (signal.aborted && signal.reason === "stop") {
         const { store, clock } = this.options;
         store.db.transaction(() => {
+          // The tool calls it already ran stay in history: the next turn's model knows they took effect.
+          if (done.length > 1) store.history.append(sessionKey, withTokens(done), clock.now());
           store.inbox.setStatus(inboxIds, "done", clock.now());
           // A parked turn whose tools already ran keeps its journal while it waits: dropped, it goes too.
           for (const id of inboxIds) store.journal.clear(chatTurnJournalId(id));

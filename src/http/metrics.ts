@@ -157,9 +157,10 @@ export function createMetrics(sources: MetricsSources): MagpieMetrics {
     },
   });
   // Delivery failover writes one `failover` trace row per item (notify/delivery-failover.ts): counted from there,
-  // so the count survives a restart (it shrinks only when retention prunes trace rows).
+  // so the count survives a restart (it shrinks only when retention prunes trace rows). A row marked `already` (the
+  // report had reached the owner on that path by its own delivery) sent nothing: not a failover.
   const failoverRows = db.prepare(
-    "SELECT json_extract(data, '$.path') AS path, COUNT(*) AS n FROM trace_events WHERE kind = 'failover' GROUP BY path",
+    "SELECT json_extract(data, '$.path') AS path, COUNT(*) AS n FROM trace_events WHERE kind = 'failover' AND json_extract(data, '$.already') IS NULL GROUP BY path",
   );
   new Counter({
     name: "magpie_delivery_failovers_total",

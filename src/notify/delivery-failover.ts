@@ -66,7 +66,8 @@ const NEVER_REDIRECTED = new Set(["pairing", "approval"]);
  * owner alert (no inbound message behind it), or a reply in an owner's direct chat — is sent through
  * `delivery.fallback`, tried in order, with its text (each provider cuts to its own limit) and its trace id. The
  * path that delivered (or that none did) is a `failover` trace row: `magpie trace`, the dashboard and `/metrics`
- * read it. A guest's chat is never redirected: a reply whose message came from anyone but an owner in a direct
+ * read it. A path the same report already went out on (`already`: the job's own delivery) is not sent again: its
+ * row says so, and /metrics does not count it. A guest's chat is never redirected: a reply whose message came from anyone but an owner in a direct
  * chat stays where it was (readable in `magpie trace`).
  */
 export class DeliveryFailover {
@@ -204,7 +205,11 @@ export class DeliveryFailover {
           ...(already ? { already } : {}),
         },
       });
-      if (delivered) logger.warn({ outboxId: item.id, from, path: delivered }, "delivery-failed-over");
+      // A path that already had the report sent nothing: the row (with `already`) tells `deliveredVia` and the trace
+      // so, and /metrics does not count it as a failover.
+      if (already)
+        logger.info({ outboxId: item.id, from, path: already }, "delivery-failover-already-delivered");
+      else if (delivered) logger.warn({ outboxId: item.id, from, path: delivered }, "delivery-failed-over");
       else logger.error({ outboxId: item.id, from, tried }, "delivery-failover-exhausted");
     }
   }

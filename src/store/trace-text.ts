@@ -103,17 +103,22 @@ export function chatText(messages: InboxItem[], refused: RefusedMessage[], time:
   return `${rows.map((row) => row.line).join("\n")}\n`;
 }
 
+/** What delivery failover did with an undeliverable item, as `magpie trace` and the dashboard say it. */
+export function failoverText(failover: NonNullable<TracedDelivery["failover"]>): string {
+  if (failover.already && failover.path)
+    return `already delivered via ${failover.path} by its own delivery (failover sent nothing)`;
+  return failover.path
+    ? `delivered via ${failover.path} (failover)`
+    : `failover found no path (tried ${failover.tried.join(", ") || "none"})`;
+}
+
 /** An outbox item's lines: status, attempts, platform ids or why not, the failover path, the text's start. */
 export function deliveryLines(delivery: TracedDelivery, time: TimeFormat): string[] {
   const lines: string[] = [];
   const ids =
     delivery.platformMessageIds.length > 0 ? ` · platform ids ${delivery.platformMessageIds.join(", ")}` : "";
   const why = delivery.status !== "sent" && delivery.lastError ? ` · ${delivery.lastError}` : "";
-  const via = delivery.failover
-    ? delivery.failover.path
-      ? ` · delivered via ${delivery.failover.path} (failover)`
-      : ` · failover found no path (tried ${delivery.failover.tried.join(", ") || "none"})`
-    : "";
+  const via = delivery.failover ? ` · ${failoverText(delivery.failover)}` : "";
   lines.push(
     `${time(delivery.sentAt ?? delivery.createdAt)}  outbox ${delivery.outboxId} (${delivery.origin}) · ${delivery.status} after ${delivery.attempts} attempt(s) · ${delivery.parts} part(s)${ids}${why}${via}`,
   );

@@ -77,7 +77,7 @@ const accessData = z.looseObject({
 });
 const payloadText = z.looseObject({ text: z.string().optional() });
 const failoverRows = rowOf(z.object({ data: z.string() }), "trace_events failover");
-const failoverData = z.looseObject({ path: z.unknown(), tried: z.unknown() });
+const failoverData = z.looseObject({ path: z.unknown(), tried: z.unknown(), already: z.string().optional() });
 
 /** A refused message as trace keeps it: metadata only, never its text. */
 export interface RefusedMessage {
@@ -310,7 +310,13 @@ function failoverOf(row: { data: string } | undefined): Pick<TracedDelivery, "fa
   if (!row) return {};
   const data = parseJson(row.data, failoverData, "trace failover data");
   const tried = Array.isArray(data.tried) ? data.tried.map(String) : [];
-  return { failover: { path: typeof data.path === "string" ? data.path : null, tried } };
+  return {
+    failover: {
+      path: typeof data.path === "string" ? data.path : null,
+      tried,
+      ...(typeof data.already === "string" ? { already: true } : {}),
+    },
+  };
 }
 
 function toRow(row: StoredRow): TraceRow & { id: number } {
@@ -395,7 +401,12 @@ export interface TracedDelivery {
   sentAt: number | null;
   text: string;
   /** Set when delivery failover tried the fallback list: the path that delivered, or null when none did. */
-  failover?: { path: string | null; tried: string[] };
+  failover?: {
+    path: string | null;
+    tried: string[];
+    /** The report had already reached the owner on `path` (its own delivery there): the failover sent nothing. */
+    already?: true;
+  };
 }
 
 /** A message's life, from the database alone (`magpie trace`, the dashboard's trace page). */

@@ -276,6 +276,10 @@ describe("waiting out an LLM outage", () => {
       expect(journalRows(app)).toBe(0);
       expect(runs.count).toBe(1);
       llm!.assertDone();
+      // ATTACK: the append it did stays in history (call and result): the next request knows it took effect.
+      const history = app.store.history.newest("test:chat-1", 10_000).messages.map((entry) => entry.message);
+      expect(history.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+      expect(history[1]).toMatchObject({ tool_calls: [{ function: { name: "append_line" } }] });
     });
 
     it("a restart while parked keeps the journal: the retry resumes after the call, no second notice", async () => {

@@ -116,7 +116,13 @@ describe("router queue", () => {
     await app.router.queues.idle();
     expect(Date.now() - started).toBeLessThan(2_000);
     const history = app.store.history.load("test:chat-1").map((item) => item.message.content);
-    expect(history).toEqual(["do the slow thing", "(This request was stopped before it finished.)"]);
+    // The stopped call's round stays with its "stopped" result (test/core/stop-history.test.ts).
+    expect(history).toEqual([
+      "do the slow thing",
+      null,
+      expect.stringContaining("slow aborted"),
+      "(This request was stopped before it finished.)",
+    ]);
     const audit = app.store.audit.recent(1)[0]!;
     expect(audit.tool).toBe("slow");
     expect(audit.resultExcerpt).not.toContain("slow done");

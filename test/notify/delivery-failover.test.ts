@@ -4,10 +4,11 @@ import type { MagpieFeature } from "../../src/app/feature.js";
 import { metricsFeature } from "../../src/app/metrics-feature.js";
 import { schedulerFeature } from "../../src/app/scheduler-feature.js";
 import { triggersFeature } from "../../src/app/triggers-feature.js";
+import { undeliveredItems } from "../../src/dashboard/pages/home-data.js";
 import { ChannelSendError } from "../../src/lib/errors.js";
 import type { Scheduler } from "../../src/scheduler/scheduler.js";
 import { TraceRepository, traceOf } from "../../src/store/trace.js";
-import { timeFormat, traceText } from "../../src/store/trace-text.js";
+import { deliveryLines, timeFormat, traceText } from "../../src/store/trace-text.js";
 import { signWebhook } from "../../src/triggers/webhook-handler.js";
 import { type NtfyFake, startNtfyFake } from "../fakes/ntfy.js";
 import { reply } from "../fakes/openai.js";
@@ -199,6 +200,23 @@ describe("delivery failover", () => {
     });
     expect(ntfy!.messages).toHaveLength(1);
     expect(channel!.sent.filter((entry) => entry.target.chatId === "chat-9")).toHaveLength(0);
+    // The trace says what happened — the report had reached ntfy by its own delivery — not a failover to it, and
+    // /metrics counts no failover: nothing was sent as one.
+    const outboxId = failoverRows(app)[0]!.outbox_id;
+    const line = deliveryLines(
+      new TraceRepository(app.store.db).outboxItem(outboxId)!,
+      timeFormat("UTC"),
+    )[0]!;
+    expect(line).toContain("already delivered via ntfy by its own delivery (failover sent nothing)");
+    expect(line).not.toContain("delivered via ntfy (failover)");
+    // The dashboard's home card reads the same row.
+    expect(undeliveredItems(app.store.db)[0]).toMatchObject({
+      outboxId,
+      failover: "ntfy",
+      failoverAlready: true,
+    });
+    const metrics = await (await fetch(`${harness!.url}/metrics`)).text();
+    expect(metrics).not.toMatch(/^magpie_delivery_failovers_total\{/m);
   });
 
   it("ATTACK: the same for a trigger delivering to a chat and to ntfy: ntfy gets its message once", async () => {
@@ -231,6 +249,8 @@ describe("delivery failover", () => {
       1,
     );
     expect(JSON.parse(failoverRows(app)[0]!.data)).toMatchObject({ path: "ntfy", already: "ntfy" });
+    const metrics = await (await fetch(`${harness!.url}/metrics`)).text();
+    expect(metrics).not.toMatch(/^magpie_delivery_failovers_total\{/m);
   });
 
   it("a bad fallback entry is a config error naming the key path and the fix", () => {

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signWebhook } from "../../src/triggers/webhook-handler.js";
 import { waitFor } from "../fakes/http-util.js";
 import { type NtfyFake, startNtfyFake } from "../fakes/ntfy.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
@@ -12,6 +13,8 @@ const OWNER = 503;
 // The owner's own chat (a report may go only to a chat Magpie may post to), where the owner blocked the bot.
 const BLOCKED_CHAT = OWNER;
 const DASHBOARD_TOKEN = "shipped-failover-dashboard-0123456789";
+const METRICS_TOKEN = "shipped-failover-metrics-0123456789";
+const HOOK_SECRET = "shipped-failover-webhook-0123456789";
 
 /**
  * Delivery failover through the shipped build: a cron report to a Telegram chat that blocked the bot (403) goes
@@ -44,7 +47,15 @@ describe("shipped build: a cron report to a chat that blocked the bot fails over
         },
         notify: { ntfy: { url: ntfy.url, topic: "magpie-owner" } },
         delivery: { fallback: ["ntfy"] },
-        http: { dashboard: { enabled: true, token: DASHBOARD_TOKEN } },
+        http: { dashboard: { enabled: true, token: DASHBOARD_TOKEN }, metrics: { enabled: true } },
+        // A trigger that delivers to the same blocked chat and to ntfy (the last test).
+        triggers: {
+          door: {
+            on: { webhook: { secret: HOOK_SECRET } },
+            do: { message: "The shed door opened" },
+            deliver: { channel: "telegram", chat_id: BLOCKED_CHAT, ntfy: true },
+          },
+        },
         cron: {
           jobs: [
             {
@@ -56,6 +67,7 @@ describe("shipped build: a cron report to a chat that blocked the bot fails over
           ],
         },
       },
+      env: { MAGPIE_METRICS_TOKEN: METRICS_TOKEN },
     });
   }, 60_000);
 
@@ -128,6 +140,47 @@ describe("shipped build: a cron report to a chat that blocked the bot fails over
       failover: { path: "ntfy", tried: ["ntfy"] },
     });
   });
+
+  it("ATTACK: a trigger delivering to the blocked chat and to ntfy: ntfy once; trace says it was already there; /metrics counts no failover for it", async () => {
+    telegram.failNext("sendMessage", 403, "Forbidden: bot was blocked by the user");
+    const body = "{}";
+    const timestamp = Math.floor(Date.now() / 1000);
+    const response = await fetch(`${bot.url}/hooks/door`, {
+      method: "POST",
+      headers: {
+        "x-magpie-timestamp": String(timestamp),
+        "x-magpie-signature": signWebhook(HOOK_SECRET, timestamp, body),
+      },
+      body,
+    });
+    expect(response.status).toBe(202);
+    const decided = await waitFor(
+      () => bot.logsOf("delivery-failover-already-delivered")[0],
+      "the failover's decision on the refused chat copy",
+      20_000,
+    );
+    expect(decided).toMatchObject({ path: "ntfy", from: `telegram:${BLOCKED_CHAT}` });
+    expect(bot.logsOf("delivery-failed-over")).toHaveLength(1); // the cron report's, only
+    expect(ntfy.messages.filter((message) => message.message.includes("The shed door opened"))).toHaveLength(
+      1,
+    );
+    const trace = await bot.cli(["trace", "outbox", String(decided.outboxId)]);
+    expect(trace.code).toBe(0);
+    expect(trace.stdout).toContain("already delivered via ntfy by its own delivery (failover sent nothing)");
+    expect(trace.stdout).not.toContain("(failover)");
+    const page = await fetch(`${bot.url}/ui/trace/outbox/${String(decided.outboxId)}`, {
+      headers: { authorization: `Bearer ${DASHBOARD_TOKEN}` },
+    });
+    expect(await page.text()).toContain(
+      'data-failover-path="ntfy">already delivered via ntfy by its own delivery (failover sent nothing)</b>',
+    );
+    const metrics = await fetch(`${bot.url}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    });
+    expect(metrics.status).toBe(200);
+    // The cron report's failover sent a message; the trigger's copy sent nothing: one failover, not two.
+    expect(await metrics.text()).toMatch(/^magpie_delivery_failovers_total\{path="ntfy"\} 1$/m);
+  }, 60_000);
 });
 
 const DM_OWNER = 517;

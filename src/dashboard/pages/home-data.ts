@@ -52,7 +52,7 @@ const undeliveredRows = row(
   }),
   "outbox undelivered",
 );
-const failoverData = z.object({ path: z.string().nullable().optional() });
+const failoverData = z.object({ path: z.string().nullable().optional(), already: z.string().optional() });
 const inboxDepthRow = row(
   z.object({ waiting: z.number().nullable(), running: z.number().nullable() }),
   "home-data",
@@ -181,6 +181,8 @@ export interface FailedMessage {
    * tried, null when no path delivered it, else the path that did.
    */
   failedOver?: string | null;
+  /** The reply had already reached the owner on `failedOver` by its own delivery: the failover sent nothing. */
+  failoverAlready?: true;
 }
 
 /** A message's newest `failover` trace row (its refused reply sent through `delivery.fallback`), if any. */
@@ -188,8 +190,10 @@ const FAILOVER_ROW_OF_INBOX = `(SELECT data FROM trace_events
   WHERE kind = 'failover' AND inbox_id = inbox.id ORDER BY id DESC LIMIT 1)`;
 
 /** A `failover` trace row's path: undefined without a row, null when no path delivered. */
-function failoverPath(data: string | null): { failedOver?: string | null } {
-  return data === null ? {} : { failedOver: parseJson(data, failoverData, "failover row").path ?? null };
+function failoverPath(data: string | null): { failedOver?: string | null; failoverAlready?: true } {
+  if (data === null) return {};
+  const parsed = parseJson(data, failoverData, "failover row");
+  return { failedOver: parsed.path ?? null, ...(parsed.already ? { failoverAlready: true } : {}) };
 }
 
 /** The newest messages whose outcome is `failed` or `undeliverable`, among the last 2,000 received. */
@@ -224,6 +228,8 @@ export interface UndeliveredItem {
   /** The first 120 characters of its text. */
   preview: string;
   failover?: string | null;
+  /** The report had already reached the owner on `failover` by its own delivery: the failover sent nothing. */
+  failoverAlready?: true;
 }
 
 /** The newest failed outbox items without an inbound message, among the last 2,000 queued. */
@@ -241,13 +247,15 @@ export function undeliveredItems(db: Db, limit = 5): UndeliveredItem[] {
       )
       .all(limit),
   );
-  return rows.map(({ channel, chatId, failover, ...item }) => ({
-    ...item,
-    target: `${channel}:${chatId}`,
-    ...(failover === null
-      ? {}
-      : { failover: parseJson(failover, failoverData, "failover row").path ?? null }),
-  }));
+  return rows.map(({ channel, chatId, failover, ...item }) => {
+    const { failedOver, failoverAlready } = failoverPath(failover);
+    return {
+      ...item,
+      target: `${channel}:${chatId}`,
+      ...(failedOver === undefined ? {} : { failover: failedOver }),
+      ...(failoverAlready ? { failoverAlready } : {}),
+    };
+  });
 }
 
 export interface QueueDepth {

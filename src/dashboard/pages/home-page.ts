@@ -166,8 +166,10 @@ function cronCard(deps: DashboardDeps, problems: ProblemRun[], times: DashboardT
 }
 
 /** Where delivery failover sent an item the platform refused (DESIGN.md → Delivery failover). */
-function failoverBadge(path: string | null | undefined): PageBody | string {
+function failoverBadge(path: string | null | undefined, already?: true): PageBody | string {
   if (path === undefined) return "";
+  if (path && already)
+    return html`<span class="badge" data-failover-path="${path}">already delivered via ${path} by its own delivery</span>`;
   return path
     ? html`<span class="badge" data-failover-path="${path}">delivered via ${path} (failover)</span>`
     : html`<span class="badge bad" data-failover-path="">failover found no path</span>`;
@@ -181,7 +183,7 @@ function failedCard(items: FailedMessage[], undelivered: UndeliveredItem[], time
         ? html`<p>No recent message failed or went undelivered.</p>`
         : html`<ul class="list">${items.map(
             (item) => html`<li data-failed-message="${item.id}">
-              <span class="badge bad">${item.outcome}</span> ${failoverBadge(item.failedOver)} ${times.at(item.at)}
+              <span class="badge bad">${item.outcome}</span> ${failoverBadge(item.failedOver, item.failoverAlready)} ${times.at(item.at)}
               <a href="/ui/trace/${item.id}" aria-label="Trace of message ${item.id}">trace</a><br />
               <small>${item.sessionKey}${item.cause ? ` — ${item.cause}` : ""}</small>
               <pre>${item.preview}</pre>
@@ -194,7 +196,7 @@ function failedCard(items: FailedMessage[], undelivered: UndeliveredItem[], time
         : html`<h3>Reports and alerts not delivered</h3>
           <ul class="list">${undelivered.map(
             (item) => html`<li data-undelivered-outbox="${item.outboxId}">
-              <span class="badge bad">${item.origin}</span> ${failoverBadge(item.failover)} ${times.at(item.at)}
+              <span class="badge bad">${item.origin}</span> ${failoverBadge(item.failover, item.failoverAlready)} ${times.at(item.at)}
               <a href="/ui/trace/outbox/${item.outboxId}" aria-label="Trace of outbox item ${item.outboxId}">trace</a><br />
               <small>to ${item.target}${item.error ? ` — ${item.error.slice(0, 200)}` : ""}</small>
               <pre>${item.preview}</pre>

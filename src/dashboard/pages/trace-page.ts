@@ -1,6 +1,6 @@
 import { html } from "hono/html";
 import { TraceRepository, traceOf } from "../../store/trace.js";
-import { deliveryLines, timeFormat, traceText } from "../../store/trace-text.js";
+import { deliveryLines, failoverText, timeFormat, traceText } from "../../store/trace-text.js";
 import { type PageRoutes, respond } from "./page-context.js";
 
 /** `/ui/trace/<inbox id>`: a message's life, as `magpie trace` tells it (linked from its session's page). */
@@ -24,11 +24,7 @@ export const traceRoutes: PageRoutes = (app, deps) => {
       <p>
         ${delivery.origin} to ${item.target.channel}:${item.target.chatId} · <b data-delivery-status="${delivery.status}">${delivery.status}</b>${
           failover
-            ? html` · <b data-failover-path="${failover.path ?? ""}">${
-                failover.path
-                  ? `delivered via ${failover.path} (failover)`
-                  : `failover found no path (tried ${failover.tried.join(", ") || "none"})`
-              }</b>`
+            ? html` · <b data-failover-path="${failover.path ?? ""}">${failoverText(failover)}</b>`
             : ""
         }${item.inboxId !== null ? html` · <a href="/ui/trace/${item.inboxId}">message ${item.inboxId}</a>` : ""}
       </p>
