@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { runAgentTurn, type TurnJournal } from "../../src/core/agent-loop.js";
 import type { ToolCallContext, ToolRuntime } from "../../src/core/tool-runtime.js";
-import type { ChatModel } from "../../src/llm/types.js";
+import type { ChatModel, ToolCall } from "../../src/llm/types.js";
 import { openDatabase } from "../../src/store/database.js";
 import { StepJournal } from "../../src/store/step-journal.js";
 import { TraceRepository, type TraceRow } from "../../src/store/trace.js";
@@ -101,55 +101,82 @@ describe("a step's journal row and its trace rows: one transaction", () => {
   });
 });
 
+/**
+ * One turn through the agent loop on a real journal: the model asks for `calls` in one step, then answers; `execute`
+ * runs each call, told the committed journal rows and the journal's commits so far (a write outside a transaction is
+ * a commit of its own).
+ */
+async function stepTurn(
+  calls: Array<{ id: string; name: string; arguments: string }>,
+  execute: (
+    call: ToolCall,
+    context: ToolCallContext,
+    committed: () => { rows: unknown[]; commits: number },
+  ) => string,
+  isReadOnly?: ToolRuntime["isReadOnly"],
+) {
+  const { db, journal, journalRows } = setUp();
+  let commits = 0;
+  const counted = <T>(write: () => T): T => {
+    if (!db.inTransaction) commits++;
+    return write();
+  };
+  const committed = () => ({ rows: journalRows.all(), commits });
+  let answers = 0;
+  const model: ChatModel = {
+    complete: async () =>
+      answers++ === 0
+        ? {
+            content: null,
+            toolCalls: calls.map((call) => ({
+              id: call.id,
+              type: "function" as const,
+              function: { name: call.name, arguments: call.arguments },
+            })),
+            finishReason: "tool_calls",
+          }
+        : { content: "done", toolCalls: [], finishReason: "stop" },
+  };
+  const names = [...new Set(calls.map((call) => call.name))];
+  const tools: ToolRuntime = {
+    resolveToolSet: () => names,
+    specs: () => [],
+    ...(isReadOnly ? { isReadOnly } : {}),
+    execute: async (call, _allowed, context) => execute(call, context, committed),
+  };
+  const turnJournal: TurnJournal = {
+    steps: [],
+    write: (step) => counted(() => journal.append("inbox:1", step)),
+    atomically: (write) => counted(() => journal.atomically(write)),
+    now: () => Date.now(),
+  };
+  const outcome = await runAgentTurn(
+    { model, tools, logger: { info() {}, warn() {} } as never, maxIterations: 4, llm: { timeoutMs: 1000 } },
+    {
+      agent: { name: "main", model: "m" } as never,
+      systemPrompt: "s",
+      history: [],
+      userText: "list",
+      toolNames: names,
+      context: { sessionKey: "s", signal: new AbortController().signal } as unknown as ToolCallContext,
+      journal: turnJournal,
+    },
+  );
+  return { outcome, db, journalRows };
+}
+
 describe("a tool-call step in the agent loop", () => {
   it("ATTACK: the LLM step and its first call's start are one commit, written before the tool runs", async () => {
-    const { db, journal, journalRows } = setUp();
-    // Each journal write made outside a transaction is a commit of its own.
-    let commits = 0;
-    const counted = <T>(write: () => T): T => {
-      if (!db.inTransaction) commits++;
-      return write();
-    };
     const seen: Array<{ rows: unknown[]; commits: number }> = [];
-    let answers = 0;
-    const model: ChatModel = {
-      complete: async () =>
-        answers++ === 0
-          ? {
-              content: null,
-              toolCalls: [
-                { id: "c1", type: "function", function: { name: "cron_list", arguments: "{}" } },
-                { id: "c2", type: "function", function: { name: "cron_list", arguments: '{"all":true}' } },
-              ],
-              finishReason: "tool_calls",
-            }
-          : { content: "done", toolCalls: [], finishReason: "stop" },
-    };
-    const tools: ToolRuntime = {
-      resolveToolSet: () => ["cron_list"],
-      specs: () => [],
-      execute: async (_call, _allowed, context) => {
-        seen.push({ rows: journalRows.all(), commits });
+    const { outcome, db } = await stepTurn(
+      [
+        { id: "c1", name: "cron_list", arguments: "{}" },
+        { id: "c2", name: "cron_list", arguments: '{"all":true}' },
+      ],
+      (_call, context, committed) => {
+        seen.push(committed());
         context.onResult?.("[]");
         return "[]";
-      },
-    };
-    const turnJournal: TurnJournal = {
-      steps: [],
-      write: (step) => counted(() => journal.append("inbox:1", step)),
-      atomically: (write) => counted(() => journal.atomically(write)),
-      now: () => Date.now(),
-    };
-    const outcome = await runAgentTurn(
-      { model, tools, logger: { info() {}, warn() {} } as never, maxIterations: 4, llm: { timeoutMs: 1000 } },
-      {
-        agent: { name: "main", model: "m" } as never,
-        systemPrompt: "s",
-        history: [],
-        userText: "list",
-        toolNames: ["cron_list"],
-        context: { sessionKey: "s", signal: new AbortController().signal } as unknown as ToolCallContext,
-        journal: turnJournal,
       },
     );
     expect(outcome.status).toBe("ok");
@@ -159,61 +186,26 @@ describe("a tool-call step in the agent loop", () => {
     expect(seen[1]).toEqual({ rows: ["llm", "call", "result", "call"], commits: 3 });
     expect(db.inTransaction).toBe(false);
   });
+
   it("a read-only call's step is one commit with its result; a side effect's start is on disk before it runs", async () => {
-    const { db, journal, journalRows } = setUp();
-    let commits = 0;
-    const counted = <T>(write: () => T): T => {
-      if (!db.inTransaction) commits++;
-      return write();
-    };
     const seen: Array<{ tool: string; rows: unknown[]; commits: number }> = [];
-    let answers = 0;
-    const model: ChatModel = {
-      complete: async () =>
-        answers++ === 0
-          ? {
-              content: null,
-              toolCalls: [
-                { id: "c1", type: "function", function: { name: "cron_list", arguments: "{}" } },
-                { id: "c2", type: "function", function: { name: "file_append", arguments: '{"path":"a"}' } },
-                { id: "c3", type: "function", function: { name: "file_read", arguments: '{"path":"a"}' } },
-              ],
-              finishReason: "tool_calls",
-            }
-          : { content: "done", toolCalls: [], finishReason: "stop" },
-    };
-    const tools: ToolRuntime = {
-      resolveToolSet: () => ["cron_list", "file_append", "file_read"],
-      specs: () => [],
-      isReadOnly: (call) => call.function.name !== "file_append",
-      execute: async (call, _allowed, context) => {
-        seen.push({ tool: call.function.name, rows: journalRows.all(), commits });
+    const { outcome, db, journalRows } = await stepTurn(
+      [
+        { id: "c1", name: "cron_list", arguments: "{}" },
+        { id: "c2", name: "file_append", arguments: '{"path":"a"}' },
+        { id: "c3", name: "file_read", arguments: '{"path":"a"}' },
+      ],
+      (call, context, committed) => {
+        seen.push({ tool: call.function.name, ...committed() });
         // The read-only file_read asks the owner (a guard's warning): its step and start go to disk first.
         if (call.function.name === "file_read") {
           context.approvalSteps?.asked("ap1");
-          seen.push({ tool: "asked", rows: journalRows.all(), commits });
+          seen.push({ tool: "asked", ...committed() });
         }
         context.onResult?.("ok");
         return "ok";
       },
-    };
-    const turnJournal: TurnJournal = {
-      steps: [],
-      write: (step) => counted(() => journal.append("inbox:1", step)),
-      atomically: (write) => counted(() => journal.atomically(write)),
-      now: () => Date.now(),
-    };
-    const outcome = await runAgentTurn(
-      { model, tools, logger: { info() {}, warn() {} } as never, maxIterations: 4, llm: { timeoutMs: 1000 } },
-      {
-        agent: { name: "main", model: "m" } as never,
-        systemPrompt: "s",
-        history: [],
-        userText: "list",
-        toolNames: ["cron_list", "file_append", "file_read"],
-        context: { sessionKey: "s", signal: new AbortController().signal } as unknown as ToolCallContext,
-        journal: turnJournal,
-      },
+      (call) => call.function.name !== "file_append",
     );
     expect(outcome.status).toBe("ok");
     // The read-only call ran with nothing committed yet: its LLM step, start and result are then one commit.
