@@ -19,7 +19,7 @@ import { Agent, type Dispatcher, interceptors, request } from "undici";
  * web `ReadableStream`, an async iterable, `FormData`, `Blob`, `URLSearchParams`), go through global `fetch`.
  */
 export function leanFetch(dispatcher: Dispatcher = defaultDispatcher()): typeof fetch {
-  const lean = async (input: Parameters<typeof fetch>[0], init: RequestInit = {}): Promise<Response> => {
+  const lean: typeof fetch = async (input, init = {}) => {
     const body = init.body ?? null;
     if (input instanceof Request || !sendable(body)) return fetch(input, init);
     const method = (init.method ?? "GET").toUpperCase();
@@ -62,7 +62,7 @@ export function leanFetch(dispatcher: Dispatcher = defaultDispatcher()): typeof 
     }
     return new Response(bytes, { status, headers });
   };
-  return lean as typeof fetch;
+  return lean;
 }
 
 /** How a `content-encoding` fetch decodes is undone, whole or as a stream (none for identity or an unknown one). */
