@@ -294,7 +294,12 @@ export class ChatTurns {
       sessionKey,
       turnId: `inbox:${items[0]!.id}`,
     };
-    store.history.ensureSession(sessionKey, agent.name, clock.now());
+    // The session's row goes with the messages' start, in one commit (issue 35, hot path: two before).
+    const start = () =>
+      store.db.transaction(() => {
+        store.history.ensureSession(sessionKey, agent.name, clock.now());
+        markStarted();
+      })();
     // The step journal (DESIGN.md → Durable turns): a cut-off run of this turn left its steps; this run resumes
     // after them — unless the agent or model that took them is no longer this turn's.
     // A resumed turn can hold more than one cut-off run (a restart took a new message and was killed before its
@@ -308,7 +313,7 @@ export class ChatTurns {
       (step) => step.kind === "llm" && (step.agent !== agent.name || step.model !== (model ?? agent.model)),
     );
     if (changed?.kind === "llm") {
-      markStarted();
+      start();
       this.finish(
         inboxIds,
         sessionKey,
@@ -376,7 +381,7 @@ export class ChatTurns {
         canAsk: role === "owner",
         ...(role === "owner" ? { approver: { target, identity: sender } } : {}),
         signal,
-        onStart: markStarted,
+        onStart: start,
         journal,
         onActivity: (activity) => progress.set(activity),
         onTextDelta: preview ? (delta) => preview.push(delta) : undefined,

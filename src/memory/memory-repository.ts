@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import { z } from "zod";
 import { row } from "../lib/row.js";
+import { ChangeCounters } from "../store/change-counters.js";
 import type { Db } from "../store/index.js";
 import { KeywordSearch } from "./keyword-search.js";
 import type { MemoryAudience } from "./memory-access.js";
@@ -97,13 +98,21 @@ export interface StoredVector {
   vector: Float32Array;
 }
 
+/** Core lists kept at most (one per agent and role in use; cleared past this). */
+const KEPT_CORE_LISTS = 64;
+
 /** SQL for memories, their FTS5 index (kept in sync by triggers) and their embeddings. */
 export class MemoryRepository {
   private readonly statements = new Map<string, Statement>();
   private keyword: KeywordSearch | undefined;
   private readonly read = new KeptRecords();
+  private readonly counters: ChangeCounters;
+  /** Each core list as last read, by agent, audiences and limit, with the counter read before it. */
+  private readonly keptCore = new Map<string, { counter: number; records: MemoryRecord[] }>();
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.counters = new ChangeCounters(db);
+  }
 
   /** Prepared once per SQL text: compiling dominates the cost of these small queries. */
   private sql(text: string): Statement {
@@ -203,16 +212,27 @@ export class MemoryRepository {
     return rows.map(toRecord);
   }
 
-  /** Core memories seen by `audiences`, most used and most recent first (the ones always shown to the agent). */
+  /**
+   * Core memories seen by `audiences`, most used and most recent first (the ones always shown to the agent). Read
+   * again only when the agent's core change counter (migration 037) moved — a core memory stored, changed, deleted
+   * or recalled (its access count), by any connection — since the last read (issue 35, hot path: 0.3 ms per turn).
+   */
   core(agent: string, audiences: MemoryAudience[], limit: number): MemoryRecord[] {
     if (audiences.length === 0) return [];
-    return this.sql(
+    const counter = this.counters.get(`core:${agent}`);
+    const key = JSON.stringify([agent, audiences, limit]);
+    const kept = this.keptCore.get(key);
+    if (kept?.counter === counter) return kept.records.slice();
+    const records = this.sql(
       `SELECT * FROM memories WHERE agent = ? AND category = 'core'
          AND audience IN (SELECT value FROM json_each(?))
          ORDER BY access_count DESC, updated_at DESC LIMIT ?`,
     )
       .all(agent, JSON.stringify(audiences), limit)
       .map((raw) => this.read.record(raw));
+    if (this.keptCore.size >= KEPT_CORE_LISTS) this.keptCore.clear();
+    this.keptCore.set(key, { counter, records });
+    return records.slice();
   }
 
   /** Every memory (all agents, or one), oldest first, one row at a time (export). */

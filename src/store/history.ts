@@ -2,6 +2,7 @@ import type { Statement } from "better-sqlite3";
 import { z } from "zod";
 import { row } from "../lib/row.js";
 import type { ChatMessage } from "../llm/types.js";
+import { ChangeCounters } from "./change-counters.js";
 import type { Db } from "./database.js";
 import { prepared } from "./prepared.js";
 import { flushQueuedWrites } from "./queued-writes.js";
@@ -98,6 +99,72 @@ function sameRow(row: MessageRow, raw: Record<string, unknown>): boolean {
   );
 }
 
+/**
+ * A session's newest messages as a turn last read them (issue 35, hot path): with the session's change counter
+ * (migration 037) read before them, the budget they were read for and whether older messages exist. Every turn of a
+ * chat read the same rows again — 0.6 ms of the 3.5 ms from a message's arrival to its LLM request. A window is
+ * used only while the counter has not moved; a turn's own `append` extends it when the counter moved by exactly the
+ * rows it inserted (nobody else wrote in between); any other write — compaction, /reset, retention, another process
+ * — moves the counter and the next read goes to the database.
+ */
+interface KeptWindow {
+  counter: number;
+  maxTokens: number;
+  /** Oldest first; the entries are frozen (shared with `KeptRows`). */
+  messages: StoredMessage[];
+  more: boolean;
+}
+
+/** A UTF-16 surrogate not part of a pair (SQLite stores it as U+FFFD); linear in the text. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Messages kept in windows at most, over all sessions (the chats in use; the oldest window goes first). */
+const KEPT_WINDOW_MESSAGES = 2_000;
+
+class KeptWindows {
+  private readonly windows = new Map<string, KeptWindow>();
+  private held = 0;
+
+  get(sessionKey: string): KeptWindow | undefined {
+    return this.windows.get(sessionKey);
+  }
+
+  set(sessionKey: string, window: KeptWindow): void {
+    this.delete(sessionKey);
+    if (window.messages.length > KEPT_WINDOW_MESSAGES) return;
+    for (const [key, oldest] of this.windows) {
+      if (this.held + window.messages.length <= KEPT_WINDOW_MESSAGES) break;
+      this.windows.delete(key);
+      this.held -= oldest.messages.length;
+    }
+    this.windows.set(sessionKey, window);
+    this.held += window.messages.length;
+  }
+
+  delete(sessionKey: string): void {
+    const window = this.windows.get(sessionKey);
+    if (!window) return;
+    this.windows.delete(sessionKey);
+    this.held -= window.messages.length;
+  }
+}
+
+/** The newest of `messages` (oldest first) whose tokens add up to at most `maxTokens`, as `newest` reads them. */
+function newestWithin(
+  messages: readonly StoredMessage[],
+  maxTokens: number,
+  more: boolean,
+): { messages: StoredMessage[]; more: boolean } {
+  let total = 0;
+  let first = messages.length;
+  while (first > 0) {
+    total += messages[first - 1]!.tokens;
+    if (total > maxTokens) return { messages: messages.slice(first), more: true };
+    first--;
+  }
+  return { messages: messages.slice(), more };
+}
+
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === "object" && !Object.isFrozen(value)) {
     Object.freeze(value);
@@ -109,10 +176,19 @@ function deepFreeze<T>(value: T): T {
 /** Per-session conversation history and its running summary. */
 export class HistoryRepository {
   private readonly read = new KeptRows();
+  private readonly windows = new KeptWindows();
+  private readonly counters: ChangeCounters;
   private newestRows: Statement | undefined;
   private tokenRows: Statement | undefined;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.counters = new ChangeCounters(db);
+  }
+
+  /** The session's change counter (migration 037). */
+  private counter(sessionKey: string): number {
+    return this.counters.get(`messages:${sessionKey}`);
+  }
 
   ensureSession(sessionKey: string, agent: string, at = Date.now()): void {
     prepared(
@@ -131,25 +207,50 @@ export class HistoryRepository {
       this.db,
       "INSERT INTO messages (session_key, role, content, tool_calls, tool_call_id, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );
+    const kept = this.windows.get(sessionKey);
+    this.windows.delete(sessionKey);
+    let extended: KeptWindow | undefined;
     this.db.transaction(() => {
       // A turn's messages are its last step's record: the step's queued ledger row goes in the same commit.
       flushQueuedWrites(this.db);
+      const added: StoredMessage[] = [];
+      let exact = kept !== undefined;
       for (const { message, tokens } of messages) {
         if (message.role === "system") continue;
-        insert.run(
-          sessionKey,
-          message.role,
-          message.content,
-          message.role === "assistant" && message.tool_calls?.length
-            ? JSON.stringify(message.tool_calls)
-            : null,
-          message.role === "tool" ? message.tool_call_id : null,
+        const row = {
+          role: message.role,
+          content: message.content ?? null,
+          tool_calls:
+            message.role === "assistant" && message.tool_calls?.length
+              ? JSON.stringify(message.tool_calls)
+              : null,
+          tool_call_id: message.role === "tool" ? message.tool_call_id : null,
           tokens,
+        };
+        const { lastInsertRowid } = insert.run(
+          sessionKey,
+          row.role,
+          row.content,
+          row.tool_calls,
+          row.tool_call_id,
+          row.tokens,
           at,
         );
+        // The window is extended with the row as a read would return it: text SQLite can't store as given (a lone
+        // surrogate becomes U+FFFD) is left to the next read.
+        if (!exact) continue;
+        if (typeof row.content === "string" && LONE_SURROGATE.test(row.content)) exact = false;
+        else added.push(this.read.stored({ id: Number(lastInsertRowid), ...row }));
       }
       prepared(this.db, "UPDATE sessions SET updated_at = ? WHERE key = ?").run(at, sessionKey);
+      // Nobody else wrote this session's messages since the window was read: it goes on with these rows.
+      if (exact && kept && this.counter(sessionKey) === kept.counter + added.length) {
+        const all = [...kept.messages, ...added];
+        const window = newestWithin(all, kept.maxTokens, kept.more);
+        extended = { counter: kept.counter + added.length, maxTokens: kept.maxTokens, ...window };
+      }
     })();
+    if (extended) this.windows.set(sessionKey, extended);
   }
 
   /** The whole history of a session (the dashboard); a turn reads only its newest part (`newest`). */
@@ -166,6 +267,11 @@ export class HistoryRepository {
    * compaction was held back by a budget cap grows; loading all of it made every turn slower).
    */
   newest(sessionKey: string, maxTokens: number): { messages: StoredMessage[]; more: boolean } {
+    // Read first: rows read after it are at least this new (a write in between only costs a read next time).
+    const counter = this.counter(sessionKey);
+    const kept = this.windows.get(sessionKey);
+    if (kept?.counter === counter && maxTokens <= kept.maxTokens)
+      return newestWithin(kept.messages, maxTokens, kept.more);
     const messages: StoredMessage[] = [];
     let total = 0;
     let more = false;
@@ -181,7 +287,9 @@ export class HistoryRepository {
       }
       messages.push(stored);
     }
-    return { messages: messages.reverse(), more };
+    messages.reverse();
+    this.windows.set(sessionKey, { counter, maxTokens, messages, more });
+    return { messages: messages.slice(), more };
   }
 
   /**
@@ -189,6 +297,14 @@ export class HistoryRepository {
    * newest first from their ids and token counts alone and stopped there, so no message is built to learn it.
    */
   exceeds(sessionKey: string, maxTokens: number): boolean {
+    // The window the turn read, when nothing changed but what it appended: past its budget there is more.
+    const kept = this.windows.get(sessionKey);
+    if (kept && maxTokens <= kept.maxTokens && kept.counter === this.counter(sessionKey)) {
+      if (kept.more) return true;
+      let total = 0;
+      for (const message of kept.messages) total += message.tokens;
+      return total > maxTokens;
+    }
     this.tokenRows ??= this.db
       .prepare("SELECT tokens FROM messages WHERE session_key = ? ORDER BY id DESC")
       .pluck();

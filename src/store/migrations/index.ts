@@ -22,6 +22,7 @@ import { provenanceMigration } from "./032-provenance.js";
 import { jobUntrustedMigration } from "./033-job-untrusted.js";
 import { traceFailoverIndexMigration } from "./035-trace-failover-index.js";
 import { provenanceChangeTimeMigration } from "./036-provenance-change-time.js";
+import { changeCountersMigration } from "./037-change-counters.js";
 
 /** A numbered schema step; applied once, in order, inside a transaction. */
 export interface Migration {
@@ -32,7 +33,7 @@ export interface Migration {
 
 /**
  * Every migration, in order. Numbers are reserved per feature so parallel work never collides:
- * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals, 006 job authority, 007 memory visibility, 008 tasks (subagents), 009 questions, 010 usage, 013 usage daily totals (retention), 016 trace (outcomes, trace_events), 017 cron outcomes (missed runs), 021 speech usage (voice replies), 023 skill approvals (pinned skills), 024 history indexes (flat message path), 027 used webhook signatures (replays), 028 step journal (durable turns), 032 provenance (files written, memories stored), 033 allowAfterUntrusted per job, 035 failover trace rows (/metrics without a walk), 036 provenance change time (files).
+ * 001 core, 002 access/pairing, 003 memory, 004 scheduler, 005 approvals, 006 job authority, 007 memory visibility, 008 tasks (subagents), 009 questions, 010 usage, 013 usage daily totals (retention), 016 trace (outcomes, trace_events), 017 cron outcomes (missed runs), 021 speech usage (voice replies), 023 skill approvals (pinned skills), 024 history indexes (flat message path), 027 used webhook signatures (replays), 028 step journal (durable turns), 032 provenance (files written, memories stored), 033 allowAfterUntrusted per job, 035 failover trace rows (/metrics without a walk), 036 provenance change time (files), 037 change counters (history and core memories read per turn).
  */
 export const migrations: Migration[] = [
   coreMigration,
@@ -58,4 +59,5 @@ export const migrations: Migration[] = [
   jobUntrustedMigration,
   traceFailoverIndexMigration,
   provenanceChangeTimeMigration,
+  changeCountersMigration,
 ];
