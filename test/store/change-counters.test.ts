@@ -23,7 +23,10 @@ function setUp() {
   const store = Store.open(dir);
   // Another process's connection (`magpie` commands, an old release after a rollback).
   const other = new Database(store.db.name);
-  closers.push(() => other.close(), () => store.close());
+  closers.push(
+    () => other.close(),
+    () => store.close(),
+  );
   return { store, other };
 }
 
@@ -70,7 +73,9 @@ describe("history windows kept between turns", () => {
     check();
     // Another process inserts, deletes and updates in place.
     other
-      .prepare("INSERT INTO messages (session_key, role, content, tokens, created_at) VALUES ('s', 'user', ?, 4, 0)")
+      .prepare(
+        "INSERT INTO messages (session_key, role, content, tokens, created_at) VALUES ('s', 'user', ?, 4, 0)",
+      )
       .run("from the CLI");
     check();
     other.prepare("UPDATE messages SET content = 'edited' WHERE content = 'two'").run();
@@ -102,7 +107,9 @@ describe("history windows kept between turns", () => {
     store.history.append("s", [user("one")]);
     store.history.newest("s", 100);
     other
-      .prepare("INSERT INTO messages (session_key, role, content, tokens, created_at) VALUES ('s', 'user', 'sneaked', 3, 0)")
+      .prepare(
+        "INSERT INTO messages (session_key, role, content, tokens, created_at) VALUES ('s', 'user', 'sneaked', 3, 0)",
+      )
       .run();
     store.history.append("s", [user("two")]);
     expect(kept(store, "s", 100)).toEqual(fresh(store, "s", 100));
