@@ -2,7 +2,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OpenAiChatModel } from "../../src/llm/openai-model.js";
 import { redactingModel } from "../../src/llm/redacting-model.js";
-import { chatRequestJson } from "../../src/llm/request-body.js";
+import { chatRequestBytes } from "../../src/llm/request-body.js";
 import type { ChatModel, CompletionRequest, LlmToolSpec, RequestMessage } from "../../src/llm/types.js";
 import { Redactor } from "../../src/log/redact.js";
 import { type OpenAiFake, reply, startOpenAiFake } from "../fakes/openai.js";
@@ -18,7 +18,7 @@ const tool: LlmToolSpec = {
 
 function history(): RequestMessage[] {
   return [
-    { role: "system", content: 'You are Magpie. \u2028 "quoted" \\ é 🐦' },
+    { role: "system", content: 'You are Magpie. \u2028 "quoted" \\ é 🐦 half \ud83d' },
     { role: "user", content: "list my jobs" },
     {
       role: "assistant",
@@ -28,6 +28,10 @@ function history(): RequestMessage[] {
     { role: "tool", tool_call_id: "c1", content: "[]" },
   ];
 }
+
+/** The request's bytes as text (the parts are well-formed UTF-8 each: joined, they decode to the whole). */
+const chatRequestJson = (request: CompletionRequest, stream: boolean) =>
+  new TextDecoder("utf-8", { fatal: true }).decode(chatRequestBytes(request, stream));
 
 /** The body `chat.completions.create` builds and encodes. */
 function sdkBody(request: CompletionRequest, stream: boolean): string {
@@ -63,7 +67,8 @@ describe("the request body kept by message", () => {
     ];
     for (const request of shapes)
       for (const stream of [false, true]) {
-        expect(chatRequestJson(request, stream)).toBe(sdkBody(request, stream));
+        expect(chatRequestBytes(request, stream).equals(Buffer.from(sdkBody(request, stream)))).toBe(true);
+        expect(chatRequestBytes(request, stream).equals(Buffer.from(sdkBody(request, stream)))).toBe(true);
         expect(chatRequestJson(request, stream)).toBe(sdkBody(request, stream));
       }
   });
