@@ -94,6 +94,8 @@ const REFUSED_STEPS_LIMIT = 3;
 export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promise<TurnOutcome> {
   const { signal } = input.context;
   const userMessage: ChatMessage = { role: "user", content: input.userText };
+  // One object for every request of the turn: its redacted copy and its request bytes are kept by it (issue 35).
+  const systemMessage: RequestMessage = { role: "system", content: input.systemPrompt };
   const newMessages: ChatMessage[] = [userMessage];
   const specs = deps.tools.specs(input.toolNames);
   const model = input.model ?? input.agent.model;
@@ -124,7 +126,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         ? { role: "user", content: [{ type: "text", text: input.userText }, ...images] }
         : userMessage;
     const messages: RequestMessage[] = [
-      { role: "system", content: input.systemPrompt },
+      systemMessage,
       ...input.history,
       current,
       ...newMessages.slice(1),
