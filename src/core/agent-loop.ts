@@ -125,12 +125,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
       images.length > 0
         ? { role: "user", content: [{ type: "text", text: input.userText }, ...images] }
         : userMessage;
-    const messages: RequestMessage[] = [
-      systemMessage,
-      ...input.history,
-      current,
-      ...newMessages.slice(1),
-    ];
+    const messages: RequestMessage[] = [systemMessage, ...input.history, current, ...newMessages.slice(1)];
     if (deps.spend && input.spendScope) {
       const decision = deps.spend.beforeCall(input.spendScope);
       if (!decision.allowed) {
@@ -478,21 +473,21 @@ function sortKeys(value: unknown): unknown {
  * already took effect and doesn't do it twice. A half-finished round (a call without its result) and what follows
  * it are dropped: OpenAI-compatible APIs refuse tool calls without all their results.
  */
+/** What history says after a stopped turn's completed rounds. */
+export const STOPPED_NOTE = "(This request was stopped before it finished.)";
+
 function aborted(newMessages: ChatMessage[], iterations: number, toolCalls: number): TurnOutcome {
   return {
     status: "aborted",
     reply: "Stopped.",
-    newMessages: [
-      ...completedRounds(newMessages),
-      { role: "assistant", content: "(This request was stopped before it finished.)" },
-    ],
+    newMessages: [...completedRounds(newMessages), { role: "assistant", content: STOPPED_NOTE }],
     iterations,
     toolCalls,
   };
 }
 
 /** The messages up to the first tool round whose calls do not all have their result next to them. */
-function completedRounds(messages: ChatMessage[]): ChatMessage[] {
+export function completedRounds(messages: ChatMessage[]): ChatMessage[] {
   for (let index = 0; index < messages.length; index++) {
     const message = messages[index]!;
     if (message.role !== "assistant" || !message.tool_calls?.length) continue;

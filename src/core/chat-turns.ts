@@ -6,7 +6,7 @@ import type { ChatMessage } from "../llm/types.js";
 import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
 import { describeDoneSteps } from "../store/step-journal.js";
-import type { TurnJournal } from "./agent-loop.js";
+import { completedRounds, STOPPED_NOTE, type TurnJournal } from "./agent-loop.js";
 import type { AgentDirectory } from "./agents.js";
 import type { Clock } from "./clock.js";
 import { type EventPublisher, type MessageOutcome, NO_EVENTS } from "./events.js";
@@ -208,7 +208,7 @@ export class ChatTurns {
     if (
       waited &&
       waited.retryAt > clock.now() &&
-      !(await this.waitOut(sessionKey, inboxIds, waited.retryAt, signal))
+      !(await this.waitOut(sessionKey, inboxIds, waited.retryAt, signal, this.journaledRounds(items)))
     )
       return;
     for (;;) {
@@ -270,6 +270,31 @@ export class ChatTurns {
       }
       return false;
     }
+  }
+
+  /**
+   * What a turn parked before a restart had done, from its step journal (it has no try in this process yet): its
+   * request and every completed tool round, then a note that it was stopped — kept in history if /stop drops it, so
+   * the next turn's model knows what already took effect.
+   */
+  private journaledRounds(items: InboxItem[]): ChatMessage[] {
+    const { store } = this.options;
+    const steps = items.flatMap((item) => store.journal.steps(chatTurnJournalId(item.id)));
+    const results = new Map<string, string>();
+    for (const step of steps) if (step.kind === "result") results.set(step.callId, step.output);
+    const rounds: ChatMessage[] = [];
+    for (const step of steps) {
+      if (step.kind !== "llm") continue;
+      rounds.push(step.message);
+      for (const call of step.message.tool_calls ?? []) {
+        const output = results.get(call.id);
+        if (output !== undefined) rounds.push({ role: "tool", tool_call_id: call.id, content: output });
+      }
+    }
+    const completed = completedRounds(rounds);
+    if (completed.length === 0) return [];
+    const request = items.map((item) => describeInbound(item.message)).join("\n\n");
+    return [{ role: "user", content: request }, ...completed, { role: "assistant", content: STOPPED_NOTE }];
   }
 
   private async runTurn(

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { Store } from "../../src/store/index.js";
 import { defineTool } from "../../src/tools/define-tool.js";
 import { reply, startOpenAiFake } from "../fakes/openai.js";
 import { startTestApp, type TestApp } from "../helpers/harness.js";
@@ -281,6 +282,40 @@ describe("waiting out an LLM outage", () => {
       expect(history.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
       expect(history[1]).toMatchObject({ tool_calls: [{ function: { name: "append_line" } }] });
     });
+
+    it("ATTACK: /stop of a turn parked before a restart keeps the tool round its journal holds in history", async () => {
+      const { runs, tool } = appendTool();
+      const config = { ...WAITING, agents: { main: { toolSet: ["append_line"] } } };
+      harness = await startTestApp({ config, extraTools: [tool] });
+      const { llm, channel, app } = harness;
+      llm!.script(reply.toolCalls([{ id: "call-1", name: "append_line", arguments: {} }]), reply.error(503));
+      const id = inboxIdOf(await channel!.receive("append a line"));
+      await until(() => app.router.chats.isParked("test:chat-1"));
+      await channel!.waitForSent(1);
+      const { dataDir } = harness;
+      await harness.stop({ keepData: true, keepLlm: true });
+      // The next try is a minute away (a longer back-off): the restarted bot waits with the journal alone.
+      const store = Store.open(dataDir);
+      const outage = store.kv.get("outage:test:chat-1", z.looseObject({}));
+      store.kv.set("outage:test:chat-1", { ...outage, retryAt: Date.now() + 60_000 });
+      store.close();
+      harness = await startTestApp({ llm: llm!, dataDir, config, extraTools: [tool] });
+      await until(() => harness!.app.router.chats.isParked("test:chat-1"));
+      // (A new process's test channel counts its message ids from 1 again.)
+      await harness.channel!.receive("/stop", { messageId: "after-restart-1" });
+      await until(() => harness!.app.store.inbox.get(id)?.outcome === "interrupted");
+      expect(runs.count).toBe(1);
+      expect(journalRows(harness.app)).toBe(0);
+      llm!.assertDone();
+      // The append it did stays in history (call and result): the next request knows it took effect.
+      const history = harness.app.store.history
+        .newest("test:chat-1", 10_000)
+        .messages.map((entry) => entry.message);
+      expect(history.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+      expect(history[0]).toMatchObject({ content: expect.stringContaining("append a line") });
+      expect(history[1]).toMatchObject({ tool_calls: [{ id: "call-1", function: { name: "append_line" } }] });
+      expect(history[2]).toMatchObject({ tool_call_id: "call-1", content: "appended" });
+    }, 20_000);
 
     it("a restart while parked keeps the journal: the retry resumes after the call, no second notice", async () => {
       const { runs, tool } = appendTool();
