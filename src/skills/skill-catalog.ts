@@ -545,16 +545,26 @@ function listingSignature(
   verdicts: ReadonlyMap<string, SkillRefusal | null>,
 ): { key: string; newestNs: bigint } | null {
   let newestNs = 0n;
-  const stamp = (target: string, follow: boolean): string => {
-    let stat: BigIntStats;
-    try {
-      stat = follow ? statSync(target, { bigint: true }) : lstatSync(target, { bigint: true });
-    } catch {
-      return "-";
-    }
+  const stampOf = (stat: BigIntStats | undefined): string => {
+    if (!stat) return "-";
     if (stat.mtimeNs > newestNs) newestNs = stat.mtimeNs;
     if (stat.ctimeNs > newestNs) newestNs = stat.ctimeNs;
     return `${stat.dev}:${stat.ino}:${stat.mode}:${stat.nlink}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+  };
+  const lstatOf = (target: string): BigIntStats | undefined => {
+    try {
+      return lstatSync(target, { bigint: true });
+    } catch {
+      return undefined;
+    }
+  };
+  const stamp = (target: string, follow: boolean): string => {
+    if (!follow) return stampOf(lstatOf(target));
+    try {
+      return stampOf(statSync(target, { bigint: true }));
+    } catch {
+      return "-";
+    }
   };
   const parts: string[] = [JSON.stringify([level, scope])];
   for (const dir of dirs) {
@@ -579,6 +589,18 @@ function listingSignature(
     parts.push(`\0${inputs.key}\0${stamp(dir, false)}\0${stamp(inputs.real, false)}`);
     for (const entry of entries) {
       const file = path.join(dir, entry, "SKILL.md");
+      const folder = lstatOf(path.join(dir, entry));
+      const own = lstatOf(file);
+      // A real folder (no symlink) holding a regular SKILL.md (no symlink): its real path is the directory's real
+      // path + the two names, and its stat is the lstat just taken (issue 35, hot path: a realpath and a stat per
+      // skill, each turn, were most of the listing's cost). Anything else is resolved and stat'ed as found.
+      if (folder?.isDirectory() && own?.isFile()) {
+        const same = stampOf(own);
+        parts.push(
+          `${entry}\0${stampOf(folder)}\0${same}\0${path.join(inputs.real, entry, "SKILL.md")}\0${same}`,
+        );
+        continue;
+      }
       let real: string;
       try {
         real = realpathSync.native(file);
@@ -586,7 +608,7 @@ function listingSignature(
         real = "-";
       }
       parts.push(
-        `${entry}\0${stamp(path.join(dir, entry), false)}\0${stamp(file, false)}\0${real}\0${real === "-" ? "-" : stamp(real, true)}`,
+        `${entry}\0${stampOf(folder)}\0${stampOf(own)}\0${real}\0${real === "-" ? "-" : stamp(real, true)}`,
       );
     }
   }
