@@ -14,6 +14,8 @@ const scoredRows = row(z.object({ id: z.number(), bm25: z.number() }), "keyword-
 const POSTING_BUDGET = 2000;
 /** Terms whose document frequency is kept (cleared past this). */
 const FREQUENCIES_KEPT = 4096;
+/** Postings whose BM25 contribution is kept, over all terms (cleared past this). */
+const CONTRIBUTIONS_KEPT = 100_000;
 
 /**
  * Keyword search with a bounded cost, whatever the store's size: each term's document frequency is probed
@@ -28,6 +30,11 @@ export class KeywordSearch {
   private probedUnder: Buffer | null = null;
   /** Each term's probed frequency: `count` rows came back for a probe of at most `limit`. */
   private readonly frequencies = new Map<string, { count: number; limit: number }>();
+  /** Each selective term's BM25 contribution per memory, kept with the frequencies (same structure record). */
+  private readonly contributions = new Map<string, ReadonlyArray<readonly [number, number]>>();
+  private contributionCount = 0;
+  private readonly termScores: Statement;
+  private readonly ofAgent: Statement;
   private readonly ranked: Statement;
   private readonly newest: Statement;
 
@@ -40,6 +47,12 @@ export class KeywordSearch {
     // Counted in SQLite: a common term's probe handed up to its share of the budget (hundreds) of row ids to JS.
     this.probe = db
       .prepare("SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)")
+      .pluck();
+    this.termScores = db.prepare(
+      "SELECT rowid AS id, bm25(memories_fts, 2.0, 1.0) AS bm25 FROM memories_fts WHERE memories_fts MATCH ?",
+    );
+    this.ofAgent = db
+      .prepare("SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND agent = ?")
       .pluck();
     this.ranked = db.prepare(
       `SELECT m.id AS id, f.score AS bm25 FROM (
@@ -67,6 +80,7 @@ export class KeywordSearch {
     if (present.length === 0) return [];
     const selective = present.filter((term) => frequency.get(term)! <= share);
     if (selective.length > 0) {
+      if (kept) return this.rankedFromKept(selective, fetch, agent, limit);
       return this.rows(this.ranked, selective.map(quoteTerm).join(" OR "), fetch, agent, limit);
     }
     // A term found nowhere makes the AND empty: FTS5 still walks the other terms' postings to learn that
@@ -92,6 +106,8 @@ export class KeywordSearch {
     if (!Buffer.isBuffer(structure)) return null;
     if (!this.probedUnder?.equals(structure)) {
       this.frequencies.clear();
+      this.contributions.clear();
+      this.contributionCount = 0;
       this.probedUnder = structure;
     }
     return this.frequencies;
@@ -112,6 +128,48 @@ export class KeywordSearch {
       kept.set(term, { count, limit });
     }
     return count;
+  }
+
+  /**
+   * The ranked query's result from each term's kept BM25 contributions (issue 35, hot path: scoring every posting of
+   * a message's selective terms was the largest part of a turn's recall, for terms the chat uses again and again).
+   * FTS5's `bm25()` of an OR query is, per row, the sum over its terms of each term's own score (its IDF times its
+   * weighted frequency in the row, over the row's length against the average), negated: a single-term query's
+   * `bm25()` is that term's part, and summing them in the query's term order gives the same double. The best `fetch`
+   * are taken before the agent's are kept, as the SQL does; equal scores go by id.
+   */
+  private rankedFromKept(
+    terms: string[],
+    fetch: number,
+    agent: string,
+    limit: number,
+  ): Array<{ id: number; bm25: number }> {
+    const scores = new Map<number, number>();
+    for (const term of terms)
+      for (const [id, score] of this.contributionsOf(term)) scores.set(id, (scores.get(id) ?? 0) + score);
+    const best = [...scores].sort((a, b) => a[1] - b[1] || a[0] - b[0]).slice(0, fetch);
+    if (best.length === 0) return [];
+    const mine = new Set<unknown>(this.ofAgent.all(JSON.stringify(best.map(([id]) => id)), agent));
+    return best
+      .filter(([id]) => mine.has(id))
+      .slice(0, limit)
+      .map(([id, bm25]) => ({ id, bm25 }));
+  }
+
+  /** A term's BM25 part in each memory that holds it (kept while the index's structure record is unchanged). */
+  private contributionsOf(term: string): ReadonlyArray<readonly [number, number]> {
+    const known = this.contributions.get(term);
+    if (known) return known;
+    const rows = scoredRows
+      .all(this.termScores.all(quoteTerm(term)))
+      .map((row) => [row.id, row.bm25] as const);
+    if (this.contributionCount + rows.length > CONTRIBUTIONS_KEPT) {
+      this.contributions.clear();
+      this.contributionCount = 0;
+    }
+    this.contributions.set(term, rows);
+    this.contributionCount += rows.length;
+    return rows;
   }
 
   private rows(
