@@ -41,13 +41,39 @@ export interface PathScope {
   state: MagpieStatePaths;
 }
 
+/**
+ * The scope of a configuration, read afresh on each call (the real paths of Magpie's state are looked up every
+ * time: a path swapped for a symlink counts at once). While every field comes out the same as at the previous call
+ * for that configuration, the previous object is returned (frozen, with its own copy of the allowed paths), so a consumer
+ * can keep what it derived from a scope by its identity (the skills listing, issue 35 hot path).
+ */
 export function scopeOf(config: MagpieConfig, home = os.homedir()): PathScope {
-  return {
+  const state = magpieStatePaths(config, home);
+  const allowedPaths = config.tools.files.allowedPaths;
+  const last = lastScopes.get(config);
+  if (
+    last?.workspace === config.workspace &&
+    last.home === home &&
+    sameList(last.allowedPaths, allowedPaths) &&
+    sameList(last.state.protected, state.protected) &&
+    sameList(last.state.exceptions, state.exceptions)
+  )
+    return last;
+  const scope: PathScope = Object.freeze({
     workspace: config.workspace,
-    allowedPaths: config.tools.files.allowedPaths,
+    allowedPaths: [...allowedPaths],
     home,
-    state: magpieStatePaths(config, home),
-  };
+    state: Object.freeze(state),
+  });
+  lastScopes.set(config, scope);
+  return scope;
+}
+
+/** Each configuration's last scope (`scopeOf`). */
+const lastScopes = new WeakMap<MagpieConfig, PathScope>();
+
+function sameList(kept: readonly string[], current: readonly string[]): boolean {
+  return kept.length === current.length && kept.every((entry, index) => entry === current[index]);
 }
 
 export { isWithin };

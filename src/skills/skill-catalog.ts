@@ -5,6 +5,7 @@ import {
   lstatSync,
   readdirSync,
   realpathSync,
+  type Stats,
   statSync,
 } from "node:fs";
 import os from "node:os";
@@ -144,7 +145,7 @@ export class SkillCatalog {
   /** Each skills directory's verdict, by everything it depends on (`rootInputs`): the same inputs, the same verdict. */
   private readonly rootVerdicts = new Map<string, SkillRefusal | null>();
   /** The last scan and its signature (`keptScan`). */
-  private keptListing: { signature: string; found: Found[] } | undefined;
+  private keptListing: { signature: SignaturePart[]; found: Found[] } | undefined;
 
   constructor(private readonly options: SkillCatalogOptions) {}
 
@@ -249,15 +250,16 @@ export class SkillCatalog {
       for (const dir of this.options.dirs) await this.openRoot(dir, scope, level, []);
       before = listingSignature(this.options.dirs, scope, level, this.rootVerdicts);
     }
-    if (before !== null && this.keptListing?.signature === before.key) return this.keptListing.found;
+    if (before !== null && this.keptListing && sameSignature(this.keptListing.signature, before.key))
+      return this.keptListing.found;
     this.keptListing = undefined;
     const found = await this.scan(scope, level);
     const after = listingSignature(this.options.dirs, scope, level, this.rootVerdicts);
     if (
       before !== null &&
       after !== null &&
-      after.key === before.key &&
-      settled(after.newestNs, this.options.clock?.() ?? Date.now())
+      sameSignature(after.key, before.key) &&
+      settled(after.newestMs, this.options.clock?.() ?? Date.now())
     )
       this.keptListing = { signature: after.key, found };
     return found;
@@ -480,12 +482,7 @@ export class SkillCatalog {
     if (bytes === null) return null;
     const parsed = parseSkill(file, bytes.toString("utf8"));
     // A file changed within the timestamps' granularity could change again with the same size and times.
-    if (
-      settled(
-        BigInt(Math.trunc(Math.max(stat.mtimeMs, stat.ctimeMs) * 1e6)),
-        this.options.clock?.() ?? Date.now(),
-      )
-    )
+    if (settled(Math.max(stat.mtimeMs, stat.ctimeMs), this.options.clock?.() ?? Date.now()))
       this.cache.set(file, {
         dev: stat.dev,
         ino: stat.ino,
@@ -523,61 +520,50 @@ export class SkillCatalog {
  * the same size within one tick leave the same size, mtime and ctime: what was read just after a change is not
  * kept (git's "racily clean" entries). A timestamp in the future (the clock set back) is never settled.
  */
-const SETTLE_MS = 2_000n;
+const SETTLE_MS = 2_000;
 
-function settled(newestNs: bigint, nowMs: number): boolean {
-  return BigInt(Math.trunc(nowMs)) * 1_000_000n - newestNs >= SETTLE_MS * 1_000_000n;
+function settled(newestMs: number, nowMs: number): boolean {
+  return nowMs - newestMs >= SETTLE_MS;
 }
+
+/** One looked-at path in a listing signature: its stat (`stampOf`) or `-` when it could not be looked at. */
+type SignaturePart = string | number;
 
 /**
  * Everything a scan's result depends on, read with synchronous calls (microseconds each), or null when a
- * directory could not be read or has no verdict yet (`verdicts`, by `rootInputs`; a refused one is not read): the scope and the level (the scope carries the real paths of Magpie's state), and
- * for each skills directory `rootInputs` (its real path, the real paths of the workspace and allowed paths), its
- * own lstat and its entries; for each entry, the lstat of the folder and of its SKILL.md as found, the SKILL.md's
- * real path and the stat of that real file. Each stat is device, inode, mode, link count, size, mtime and ctime in
- * nanoseconds: an edit, an entry added, removed or renamed, a folder or file swapped for a symlink or a hard link
- * (another inode, or a link count), a chmod — each changes it. `newestNs` is the newest mtime or ctime seen.
+ * directory could not be read or has no verdict yet (`verdicts`, by `rootInputs`; a refused one is not read): the
+ * scope and the level (the scope carries the real paths of Magpie's state), and for each skills directory
+ * `rootInputs` (its real path, the real paths of the workspace and allowed paths), its own lstat and its entries;
+ * for each entry, the lstat of its SKILL.md and of the folder, and — unless the folder is a directory and the
+ * SKILL.md a regular file (then the real path is `<real directory>/<entry>/SKILL.md` and its stat is that lstat) —
+ * the SKILL.md's real path and the stat of that real file. Each stat is device, inode, mode, link count, size,
+ * mtime and ctime: an edit, an entry added, removed or renamed, a folder or file swapped for a symlink or a hard
+ * link (another inode, or a link count), a chmod — each changes it. `newestMs` is the newest mtime or ctime seen.
+ *
+ * The parts are compared one by one (`sameSignature`): numbers, no string built per turn (issue 35, hot path). The
+ * SKILL.md is looked at before its folder, so a folder swapped for a symlink in between is seen as one (and its
+ * real path looked up).
  */
 function listingSignature(
   dirs: string[],
   scope: PathScope,
   level: SecurityLevel,
   verdicts: ReadonlyMap<string, SkillRefusal | null>,
-): { key: string; newestNs: bigint } | null {
-  let newestNs = 0n;
-  const stampOf = (stat: BigIntStats | undefined): string => {
-    if (!stat) return "-";
-    if (stat.mtimeNs > newestNs) newestNs = stat.mtimeNs;
-    if (stat.ctimeNs > newestNs) newestNs = stat.ctimeNs;
-    return `${stat.dev}:${stat.ino}:${stat.mode}:${stat.nlink}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
-  };
-  const lstatOf = (target: string): BigIntStats | undefined => {
-    try {
-      return lstatSync(target, { bigint: true });
-    } catch {
-      return undefined;
-    }
-  };
-  const stamp = (target: string, follow: boolean): string => {
-    if (!follow) return stampOf(lstatOf(target));
-    try {
-      return stampOf(statSync(target, { bigint: true }));
-    } catch {
-      return "-";
-    }
-  };
-  const parts: string[] = [JSON.stringify([level, scope])];
+): { key: SignaturePart[]; newestMs: number } | null {
+  const key: SignaturePart[] = [level, scopeJson(scope)];
+  const newest = { ms: 0 };
   for (const dir of dirs) {
     const inputs = rootInputs(dir, scope, level);
     if (!inputs) {
-      parts.push("\0-");
+      key.push("-");
       continue;
     }
     // A directory is read only once it was judged, and never when it was refused (Magpie's state is not opened).
     const verdict = verdicts.get(inputs.key);
     if (verdict === undefined) return null;
+    key.push(inputs.key);
     if (verdict !== null) {
-      parts.push(`\0${inputs.key}\0refused`);
+      key.push("refused");
       continue;
     }
     let entries: string[];
@@ -586,53 +572,130 @@ function listingSignature(
     } catch {
       return null;
     }
-    parts.push(`\0${inputs.key}\0${stamp(dir, false)}\0${stamp(inputs.real, false)}`);
+    stampOf(inputs.lstat, inputs.real, key, newest);
+    stampOf(dir === inputs.real ? inputs.lstat : lstatOrNull(dir), dir, key, newest);
+    key.push(entries.length);
     for (const entry of entries) {
-      const file = path.join(dir, entry, "SKILL.md");
-      const folder = lstatOf(path.join(dir, entry));
-      const own = lstatOf(file);
-      // A real folder (no symlink) holding a regular SKILL.md (no symlink): its real path is the directory's real
-      // path + the two names, and its stat is the lstat just taken (issue 35, hot path: a realpath and a stat per
-      // skill, each turn, were most of the listing's cost). Anything else is resolved and stat'ed as found.
-      if (folder?.isDirectory() && own?.isFile()) {
-        const same = stampOf(own);
-        parts.push(
-          `${entry}\0${stampOf(folder)}\0${same}\0${path.join(inputs.real, entry, "SKILL.md")}\0${same}`,
-        );
+      key.push(entry);
+      const folder = path.join(inputs.real, entry);
+      const file = path.join(folder, "SKILL.md");
+      const fileStat = lstatOrNull(file);
+      const folderStat = lstatOrNull(folder);
+      stampOf(fileStat, file, key, newest);
+      stampOf(folderStat, folder, key, newest);
+      // A directory (not a symlink) in the real skills directory and a regular file in it: nothing to resolve.
+      if (folderStat?.isDirectory() && fileStat?.isFile()) {
+        key.push("=");
         continue;
       }
-      let real: string;
+      let real: string | null;
       try {
-        real = realpathSync.native(file);
+        real = realpathSync.native(path.join(dir, entry, "SKILL.md"));
       } catch {
-        real = "-";
+        real = null;
       }
-      parts.push(
-        `${entry}\0${stampOf(folder)}\0${stampOf(own)}\0${real}\0${real === "-" ? "-" : stamp(real, true)}`,
-      );
+      key.push(real ?? "-");
+      if (real !== null) stampOf(statOrNull(real), real, key, newest, true);
     }
   }
-  return { key: parts.join("\n"), newestNs };
+  return { key, newestMs: newest.ms };
+}
+
+function sameSignature(kept: readonly SignaturePart[], current: readonly SignaturePart[]): boolean {
+  return kept.length === current.length && kept.every((part, index) => part === current[index]);
+}
+
+function lstatOrNull(target: string): Stats | null {
+  try {
+    return lstatSync(target);
+  } catch {
+    return null;
+  }
+}
+
+function statOrNull(target: string): Stats | null {
+  try {
+    return statSync(target);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A stat's parts of a signature: `-`, or device, inode, mode, link count, size, mtime and ctime. Plain numbers
+ * are exact for all but the times (a few tenths of a microsecond now) and an inode or device number past 2^53
+ * (overlayfs with `xino`, some network file systems): then the stat is taken again in bigint and given as
+ * strings. The times need no more: a listing is kept only when its newest change is two seconds old (`settled`),
+ * and any later change sets the ctime to the kernel's clock then — seconds apart, not a fraction of a microsecond.
+ */
+function stampOf(
+  stat: Stats | null,
+  target: string,
+  key: SignaturePart[],
+  newest: { ms: number },
+  follow = false,
+): void {
+  if (!stat) {
+    key.push("-");
+    return;
+  }
+  if (stat.mtimeMs > newest.ms) newest.ms = stat.mtimeMs;
+  if (stat.ctimeMs > newest.ms) newest.ms = stat.ctimeMs;
+  if (Number.isSafeInteger(stat.ino) && Number.isSafeInteger(stat.dev)) {
+    key.push(stat.dev, stat.ino, stat.mode, stat.nlink, stat.size, stat.mtimeMs, stat.ctimeMs);
+    return;
+  }
+  let exact: BigIntStats;
+  try {
+    exact = follow ? statSync(target, { bigint: true }) : lstatSync(target, { bigint: true });
+  } catch {
+    key.push("-");
+    return;
+  }
+  key.push(
+    `${exact.dev}`,
+    `${exact.ino}`,
+    `${exact.mode}`,
+    `${exact.nlink}`,
+    `${exact.size}`,
+    `${exact.mtimeNs}`,
+    `${exact.ctimeNs}`,
+  );
 }
 
 /** Verdicts on skills directories kept at most (a few per configuration; cleared past this). */
 const ROOT_VERDICTS_KEPT = 64;
 
+/** Each scope's JSON, by the scope object (`scopeOf` gives the same object while nothing in it changed). */
+const scopeJsons = new WeakMap<PathScope, string>();
+
+function scopeJson(scope: PathScope): string {
+  let json = scopeJsons.get(scope);
+  if (json === undefined) {
+    json = JSON.stringify(scope);
+    scopeJsons.set(scope, json);
+  }
+  return json;
+}
+
 /**
  * What a skills directory's verdict depends on, read with synchronous calls: its real path (null when it is
- * missing or not a directory, as `resolveToolPath` would find), the real paths of the workspace and the allowed
- * paths (inside or outside the workspace), the scope and the level. `key` is all of it.
+ * missing or not a directory, as `resolveToolPath` would find) and that path's lstat, the real paths of the
+ * workspace and the allowed paths (inside or outside the workspace), the scope and the level. `key` is all of it.
  */
 function rootInputs(
   dir: string,
   scope: PathScope,
   level: SecurityLevel,
-): { key: string; real: string } | null {
+): { key: string; real: string; lstat: Stats } | null {
   const lexical = path.resolve(scope.workspace, expandHome(dir, scope.home));
   let real: string;
+  let lstat: Stats;
   try {
     real = realpathSync.native(lexical);
-    if (!statSync(real).isDirectory()) return null;
+    lstat = lstatSync(real);
+    // A real path is no symlink, unless it was just swapped for one: then where it leads decides.
+    if (!(lstat.isDirectory() || (lstat.isSymbolicLink() && statSync(real).isDirectory()))) return null;
   } catch {
     return null;
   }
@@ -647,7 +710,7 @@ function rootInputs(
       return null;
     }
   });
-  return { key: JSON.stringify([dir, lexical, real, roots, level, scope]), real };
+  return { key: `${JSON.stringify([dir, lexical, real, roots, level])}\0${scopeJson(scope)}`, real, lstat };
 }
 
 /** A name as typed, cut short for a reply: a skill's name is at most 64 characters, so more is never one. */

@@ -172,6 +172,34 @@ describe.each([
     ]);
   });
 
+  it("ATTACK: a folder symlink whose target's parent is moved into Magpie's state is refused on the next listing (the same file, the same stats)", async () => {
+    // skills/tools → ../lib/tools: the folder is a symlink, its SKILL.md judged where it leads (inside the workspace).
+    const lib = path.join(workspace, "lib");
+    writeSkill(lib, "tools", skill("tools", "Use the tools"));
+    symlinkSync(path.join(lib, "tools"), path.join(skills, "tools"));
+    const skillCatalog = catalog();
+    expect(await names(skillCatalog)).toEqual(["backup", "deploy", "notes", "tools"]);
+    // lib/ moves into the data directory and a link takes its place: the folder's symlink, the SKILL.md's inode,
+    // size, times and link count are all as they were; only where it really is changed.
+    const file = path.join(skills, "tools", "SKILL.md");
+    const before = statSync(file, { bigint: true });
+    renameSync(lib, path.join(dataDir, "lib"));
+    symlinkSync(path.join(dataDir, "lib"), lib);
+    const after = statSync(file, { bigint: true });
+    expect([after.ino, after.size, after.mtimeNs, after.ctimeNs, after.nlink]).toEqual([
+      before.ino,
+      before.size,
+      before.mtimeNs,
+      before.ctimeNs,
+      before.nlink,
+    ]);
+    const listing = await skillCatalog.list();
+    expect(listing.available.map((entry) => entry.name).sort()).toEqual(["backup", "deploy", "notes"]);
+    expect(listing.refused.map((refusal) => [refusal.folder, refusal.rule])).toEqual([
+      ["tools", "file.magpie_state"],
+    ]);
+  });
+
   it("a verdict given under one security level is not carried over to another (the level is read per listing)", async () => {
     let level: "medium" | "high" = "medium";
     // The workspace's skills directory is a link out of the workspace: Warn at medium (refused while scanning),
