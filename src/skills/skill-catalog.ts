@@ -144,6 +144,8 @@ export class SkillCatalog {
   private readonly snapshots = new SnapshotCache();
   /** Each skills directory's verdict, by everything it depends on (`rootInputs`): the same inputs, the same verdict. */
   private readonly rootVerdicts = new Map<string, SkillRefusal | null>();
+  /** Each skills directory's entries, by its real path, with the stat they were read under (`listingSignature`). */
+  private readonly rootEntries = new Map<string, KeptEntries>();
   /** The last scan and its signature (`keptScan`). */
   private keptListing: { signature: SignaturePart[]; found: Found[] } | undefined;
 
@@ -244,17 +246,23 @@ export class SkillCatalog {
    * timestamps to tell (`settled`).
    */
   private async keptScan(scope: PathScope, level: SecurityLevel): Promise<Found[]> {
-    let before = listingSignature(this.options.dirs, scope, level, this.rootVerdicts);
+    const signature = () =>
+      listingSignature(this.options.dirs, scope, level, {
+        verdicts: this.rootVerdicts,
+        entries: this.rootEntries,
+        nowMs: this.options.clock?.() ?? Date.now(),
+      });
+    let before = signature();
     if (before === null) {
       // A directory not judged yet is not read for the signature: judge them first (the verdicts are kept).
       for (const dir of this.options.dirs) await this.openRoot(dir, scope, level, []);
-      before = listingSignature(this.options.dirs, scope, level, this.rootVerdicts);
+      before = signature();
     }
     if (before !== null && this.keptListing && sameSignature(this.keptListing.signature, before.key))
       return this.keptListing.found;
     this.keptListing = undefined;
     const found = await this.scan(scope, level);
-    const after = listingSignature(this.options.dirs, scope, level, this.rootVerdicts);
+    const after = signature();
     if (
       before !== null &&
       after !== null &&
@@ -529,11 +537,18 @@ function settled(newestMs: number, nowMs: number): boolean {
 /** One looked-at path in a listing signature: its stat (`stampOf`) or `-` when it could not be looked at. */
 type SignaturePart = string | number;
 
+/** A skills directory's sorted entries and the stat of the directory (`stampOf`) taken just before they were read. */
+interface KeptEntries {
+  stamp: SignaturePart[];
+  entries: string[];
+}
+
 /**
  * Everything a scan's result depends on, read with synchronous calls (microseconds each), or null when a
  * directory could not be read or has no verdict yet (`verdicts`, by `rootInputs`; a refused one is not read): the
  * scope and the level (the scope carries the real paths of Magpie's state), and for each skills directory
- * `rootInputs` (its real path, the real paths of the workspace and allowed paths), its own lstat and its entries;
+ * `rootInputs` (its real path, the real paths of the workspace and allowed paths), its own lstat and its entries
+ * (`entriesOf`: read again only when that lstat changed);
  * for each entry, the lstat of its SKILL.md and of the folder, and — unless the folder is a directory and the
  * SKILL.md a regular file (then the real path is `<real directory>/<entry>/SKILL.md` and its stat is that lstat) —
  * the SKILL.md's real path and the stat of that real file. Each stat is device, inode, mode, link count, size,
@@ -548,7 +563,11 @@ function listingSignature(
   dirs: string[],
   scope: PathScope,
   level: SecurityLevel,
-  verdicts: ReadonlyMap<string, SkillRefusal | null>,
+  kept: {
+    verdicts: ReadonlyMap<string, SkillRefusal | null>;
+    entries: Map<string, KeptEntries>;
+    nowMs: number;
+  },
 ): { key: SignaturePart[]; newestMs: number } | null {
   const key: SignaturePart[] = [level, scopeJson(scope)];
   const newest = { ms: 0 };
@@ -559,20 +578,18 @@ function listingSignature(
       continue;
     }
     // A directory is read only once it was judged, and never when it was refused (Magpie's state is not opened).
-    const verdict = verdicts.get(inputs.key);
+    const verdict = kept.verdicts.get(inputs.key);
     if (verdict === undefined) return null;
     key.push(inputs.key);
     if (verdict !== null) {
       key.push("refused");
       continue;
     }
-    let entries: string[];
-    try {
-      entries = readdirSync(inputs.real).sort();
-    } catch {
-      return null;
-    }
-    stampOf(inputs.lstat, inputs.real, key, newest);
+    const rootStamp: SignaturePart[] = [];
+    stampOf(inputs.lstat, inputs.real, rootStamp, newest);
+    const entries = entriesOf(inputs.real, inputs.lstat, rootStamp, kept.entries, kept.nowMs);
+    if (!entries) return null;
+    key.push(...rootStamp);
     stampOf(dir === inputs.real ? inputs.lstat : lstatOrNull(dir), dir, key, newest);
     key.push(entries.length);
     for (const entry of entries) {
@@ -599,6 +616,37 @@ function listingSignature(
     }
   }
   return { key, newestMs: newest.ms };
+}
+
+/**
+ * A skills directory's sorted entries: those read before while the directory's stat (device, inode, mode, link
+ * count, size, mtime and ctime, taken before the read) is the same and was two seconds old then (`settled`), else
+ * read now. Adding, removing or renaming an entry sets the directory's mtime and ctime to the kernel's clock
+ * (POSIX, for link, unlink, rename, mkdir, rmdir, symlink and a created file); a time set back with `utimes` sets
+ * the ctime all the same. What was read within a tick of the last change is read again each time (a second change
+ * in the same tick leaves the same times). Saves the open, reads and close of a readdir per turn (issue 35).
+ */
+function entriesOf(
+  real: string,
+  lstat: Stats,
+  stamp: SignaturePart[],
+  kept: Map<string, KeptEntries>,
+  nowMs: number,
+): string[] | null {
+  const before = kept.get(real);
+  if (before && sameSignature(before.stamp, stamp)) return before.entries;
+  let entries: string[];
+  try {
+    entries = readdirSync(real).sort();
+  } catch {
+    kept.delete(real);
+    return null;
+  }
+  if (lstat.isDirectory() && settled(Math.max(lstat.mtimeMs, lstat.ctimeMs), nowMs)) {
+    if (kept.size >= ROOT_VERDICTS_KEPT) kept.clear();
+    kept.set(real, { stamp, entries });
+  } else kept.delete(real);
+  return entries;
 }
 
 function sameSignature(kept: readonly SignaturePart[], current: readonly SignaturePart[]): boolean {

@@ -200,6 +200,33 @@ describe.each([
     ]);
   });
 
+  it("ATTACK: a skill folder added, then renamed, with the skills directory's times set back is seen on the next listing", async () => {
+    // The directory's entries are kept while its stat is unchanged: `touch -d` puts its mtime back, not its ctime.
+    const old = new Date(Date.now() - 3_600_000);
+    utimesSync(skills, old, old);
+    const setBack = statSync(skills, { bigint: true }).mtimeNs;
+    const skillCatalog = catalog();
+    expect(await names(skillCatalog)).toEqual(["backup", "deploy", "notes"]);
+    writeSkill(skills, "restore", skill("restore", "Restore the disk"));
+    utimesSync(skills, old, old);
+    expect(statSync(skills, { bigint: true }).mtimeNs).toBe(setBack);
+    expect(await names(skillCatalog)).toEqual(["backup", "deploy", "notes", "restore"]);
+    renameSync(path.join(skills, "restore"), path.join(skills, "restore-2"));
+    utimesSync(skills, old, old);
+    const listing = await skillCatalog.list();
+    expect(listing.available.map((entry) => entry.file).sort()).toEqual(
+      [
+        ...["backup", "deploy", "restore-2"].map((folder) => path.join(skills, folder, "SKILL.md")),
+        path.join(extra, "notes", "SKILL.md"),
+      ].sort(),
+    );
+    // And what the renamed folder holds is looked at from then on: an edit after that listing is seen.
+    writeFileSync(path.join(skills, "restore-2", "SKILL.md"), skill("restore", "Wipe the disk!!"));
+    expect((await skillCatalog.list()).available.find((entry) => entry.name === "restore")?.description).toBe(
+      "Wipe the disk!!",
+    );
+  });
+
   it("a verdict given under one security level is not carried over to another (the level is read per listing)", async () => {
     let level: "medium" | "high" = "medium";
     // The workspace's skills directory is a link out of the workspace: Warn at medium (refused while scanning),
