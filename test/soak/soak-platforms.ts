@@ -32,8 +32,13 @@ export const isApprovalPrompt = (text: string) => text.startsWith("Approval need
  * may or may not have landed), so a resumed turn that checks it with `file_grep` is tainted and its next append
  * asks (rule of two) — as it would ask a real owner.
  */
-export function approveTelegramPrompts(telegram: FakeTelegram): { approved: () => number; stop: () => void } {
+export function approveTelegramPrompts(telegram: FakeTelegram): {
+  approved: () => number;
+  prompts: () => string[];
+  stop: () => void;
+} {
   const pressed = new Set<string>();
+  const texts: string[] = [];
   let seen = 0;
   const timer = setInterval(() => {
     for (; seen < telegram.calls.length; seen++) {
@@ -48,6 +53,7 @@ export function approveTelegramPrompts(telegram: FakeTelegram): { approved: () =
         .find((button) => button.callback_data?.startsWith("approve:"))?.callback_data;
       if (!approve || pressed.has(`${call.body.chat_id} ${approve}`)) continue;
       pressed.add(`${call.body.chat_id} ${approve}`);
+      texts.push(String(call.body.text));
       const chat = Number(call.body.chat_id);
       telegram.pushUpdate({
         callback_query: {
@@ -65,7 +71,7 @@ export function approveTelegramPrompts(telegram: FakeTelegram): { approved: () =
       });
     }
   }, 50);
-  return { approved: () => pressed.size, stop: () => clearInterval(timer) };
+  return { approved: () => pressed.size, prompts: () => texts, stop: () => clearInterval(timer) };
 }
 
 export function telegramPlatform(telegram: FakeTelegram): SoakPlatform {

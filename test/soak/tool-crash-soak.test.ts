@@ -228,8 +228,15 @@ describe(`crash soak with side-effecting tool calls (${FULL ? "full" : "short"})
       for (const notice of interruptedNotices) expect(notice).toMatch(/interrupted/);
       expect(counts.answered + counts.interrupted).toBe(SIZE.messages);
       // The owner is asked only after a crash cut off an append (its file then can't be vouched for): for the
-      // appends of a turn that checked the file after being told a call's outcome is unknown, never otherwise.
+      // appends of a turn that checked the file after being told a call's outcome is unknown, or of a later turn
+      // in that chat (what the check read stays in its history), never otherwise — and each prompt says so.
       expect(owner.approved()).toBeLessThanOrEqual(llm.seen.appendsAfterCheck);
+      for (const prompt of owner.prompts())
+        expect(prompt.split("\n", 1)[0]).toMatch(
+          new RegExp(
+            `untrusted content, after reading (earlier in this chat: )?file ${LINES_FILE.replace(".", "\\.")} \\(`,
+          ),
+        );
       expect(leftInJournal).toBe(0);
       expect(unsentReplies).toBe(0);
       expect(exitCode).toBe(0);

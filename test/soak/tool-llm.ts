@@ -167,8 +167,11 @@ export class ToolLlm {
     const missing = markers.filter((marker) => state.get(marker) !== "done");
     if (missing.length > 0) {
       this.seen.reappends += missing.filter((marker) => state.get(marker) === "failed").length;
-      // Appends of a turn that has read the file (its check): the rule of two may ask the owner for each.
-      const checked = [...asked.values()].some((call) => call.name === "file_grep");
+      // Appends of a turn that has read the file (its check), or whose chat did in an earlier turn still in its
+      // history (the rule of two's history taint lasts until /reset): the owner may be asked for each.
+      const checked = messages.some((message) =>
+        (message.tool_calls ?? []).some((call) => call.function.name === "file_grep"),
+      );
       if (checked) this.seen.appendsAfterCheck += missing.length;
       return {
         content: null,
