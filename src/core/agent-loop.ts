@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { safeParseJson } from "../lib/parse-json.js";
 import { describeLlmError } from "../llm/errors.js";
+import { freezeMessage } from "../llm/frozen-message.js";
 import type { ChatMessage, ChatModel, CompletionResult, RequestMessage, ToolCall } from "../llm/types.js";
 import type { AssistantStep, JournalStep } from "../store/step-journal.js";
 import type { AgentProfile } from "./agents.js";
@@ -93,9 +94,10 @@ const REFUSED_STEPS_LIMIT = 3;
  */
 export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promise<TurnOutcome> {
   const { signal } = input.context;
-  const userMessage: ChatMessage = { role: "user", content: input.userText };
-  // One object for every request of the turn: its redacted copy and its request bytes are kept by it (issue 35).
-  const systemMessage: RequestMessage = { role: "system", content: input.systemPrompt };
+  // The turn's messages are frozen, one object each for every request of the turn: their redacted copies and request
+  // bytes are kept by them (src/llm/frozen-message.ts, issue 35).
+  let userMessage: ChatMessage = freezeMessage({ role: "user", content: input.userText });
+  const systemMessage: RequestMessage = freezeMessage({ role: "system", content: input.systemPrompt });
   const newMessages: ChatMessage[] = [userMessage];
   const specs = deps.tools.specs(input.toolNames);
   const model = input.model ?? input.agent.model;
@@ -156,7 +158,11 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
         // llm.vision auto: a model that can't take images gets the text alone, and is told so.
         deps.logger.info({ model, status: failure.status }, "vision-refused-text-only");
         images = [];
-        userMessage.content = `${input.userText}\n[The model could not take the image(s) sent with this message; only their description is here.]`;
+        userMessage = freezeMessage({
+          role: "user",
+          content: `${input.userText}\n[The model could not take the image(s) sent with this message; only their description is here.]`,
+        });
+        newMessages[0] = userMessage;
         iteration--;
         continue;
       }
@@ -222,7 +228,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
       return { status: "loop", reply, newMessages, iterations: iteration, toolCalls, errorCode: "turn.loop" };
     }
 
-    const asked: AssistantStep = { role: "assistant", content, tool_calls: calls };
+    const asked: AssistantStep = freezeMessage({ role: "assistant", content, tool_calls: calls });
     // The call's ledger and trace rows were written as it returned (by the provider and the trace's subscriber).
     // The step is journaled with its first call's start, in one transaction (nothing runs between the two).
     let askedStep: JournalStep | undefined = journal && {
@@ -248,7 +254,7 @@ export async function runAgentTurn(deps: AgentLoopDeps, input: TurnInput): Promi
 
         askedStep = undefined;
       }
-      newMessages.push({ role: "tool", tool_call_id: call.id, content: output });
+      newMessages.push(freezeMessage({ role: "tool", tool_call_id: call.id, content: output }));
       if (isRefusedOutput(output)) {
         refusedCalls.add(callKey(call));
         refusedNow++;
@@ -375,7 +381,7 @@ async function replayJournal(
   for (const step of journal.steps) {
     if (step.kind !== "llm") continue;
     steps++;
-    newMessages.push(step.message);
+    newMessages.push(freezeMessage(step.message));
     for (const call of step.message.tool_calls ?? []) {
       toolCalls++;
       const key = callKey(call);
@@ -402,7 +408,7 @@ async function replayJournal(
       if (output !== outcomeUnknownText(call.function.name))
         seenCalls.set(key, (seenCalls.get(key) ?? 0) + 1);
       if (isRefusedOutput(output)) refusedCalls.add(key);
-      newMessages.push({ role: "tool", tool_call_id: call.id, content: output });
+      newMessages.push(freezeMessage({ role: "tool", tool_call_id: call.id, content: output }));
     }
   }
   deps.logger.info(

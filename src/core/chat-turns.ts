@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { errorMessage } from "../lib/errors.js";
 import { isOutageCode } from "../llm/failure-kind.js";
 import type { ChatMessage } from "../llm/types.js";
+import { atomic } from "../store/atomic.js";
 import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
 import { describeDoneSteps } from "../store/step-journal.js";
@@ -130,7 +131,7 @@ export class ChatTurns {
     };
     const sessionKey = sessionKeyOfTarget(note.target);
     let inboxId = 0;
-    store.db.transaction(() => {
+    atomic(store.db, () => {
       inboxId = store.inbox.insert(message, sessionKey, "pending")!;
       if (note.show) {
         const { threadId } = note.target;
@@ -140,7 +141,7 @@ export class ChatTurns {
           { origin: "notice", inboxId, at: clock.now() },
         );
       }
-    })();
+    });
     this.options.outbox.wake();
     this.queues().enqueue(sessionKey, inboxId);
     return inboxId;
@@ -258,14 +259,14 @@ export class ChatTurns {
     } catch {
       if (signal.aborted && signal.reason === "stop") {
         const { store, clock } = this.options;
-        store.db.transaction(() => {
+        atomic(store.db, () => {
           // The tool calls it already ran stay in history: the next turn's model knows they took effect.
           if (done.length > 1) store.history.append(sessionKey, withTokens(done), clock.now());
           store.inbox.setStatus(inboxIds, "done", clock.now());
           // A parked turn whose tools already ran keeps its journal while it waits: dropped, it goes too.
           for (const id of inboxIds) store.journal.clear(chatTurnJournalId(id));
           settleOutcome(store, this.events, inboxIds, "interrupted", "stopped");
-        })();
+        });
         this.outages.settled(sessionKey, false);
       }
       return false;
@@ -321,10 +322,10 @@ export class ChatTurns {
     };
     // The session's row goes with the messages' start, in one commit (issue 35, hot path: two before).
     const start = () =>
-      store.db.transaction(() => {
+      atomic(store.db, () => {
         store.history.ensureSession(sessionKey, agent.name, clock.now());
         markStarted();
-      })();
+      });
     // The step journal (DESIGN.md → Durable turns): a cut-off run of this turn left its steps; this run resumes
     // after them — unless the agent or model that took them is no longer this turn's.
     // A resumed turn can hold more than one cut-off run (a restart took a new message and was killed before its
@@ -530,7 +531,7 @@ export class ChatTurns {
     ending: { outcome: MessageOutcome; cause?: string },
   ): void {
     const { store, clock } = this.options;
-    store.db.transaction(() => {
+    atomic(store.db, () => {
       if (newMessages.length > 0) store.history.append(sessionKey, withTokens(newMessages), clock.now());
       if (reply) {
         store.outbox.enqueue(
@@ -543,7 +544,7 @@ export class ChatTurns {
       // The turn is over: its step journal goes with the reply that ends it.
       for (const id of inboxIds) store.journal.clear(chatTurnJournalId(id));
       settleOutcome(store, this.events, inboxIds, ending.outcome, ending.cause);
-    })();
+    });
     this.options.outbox.wake();
   }
 }

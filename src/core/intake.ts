@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { errorMessage } from "../lib/errors.js";
+import { atomic } from "../store/atomic.js";
 import type { Store } from "../store/index.js";
 import type { OutboxOrigin } from "../store/outbox.js";
 import type { AccessControl } from "./access.js";
@@ -181,12 +182,12 @@ export class Intake implements InboundSink {
       reply = `/${command.name} failed: ${errorMessage(error)}`;
     }
     const message = typeof reply === "string" ? { text: reply } : reply;
-    store.db.transaction(() => {
+    atomic(store.db, () => {
       if (message.text)
         store.outbox.enqueue(target, message, { origin: "command", inboxId, at: clock.now() });
       store.inbox.setStatus([inboxId], "done", clock.now());
       settleOutcome(store, this.events, [inboxId], "answered");
-    })();
+    });
     this.options.wakeOutbox();
   }
 

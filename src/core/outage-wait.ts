@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { atomic } from "../store/atomic.js";
 import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
 import type { Clock } from "./clock.js";
@@ -87,7 +88,7 @@ export class OutageWaits {
     }
     const retryAt = Math.min(now + this.delayMs(attempts), outage.since + limitMs);
     const ids = items.map((item) => item.id);
-    store.db.transaction(() => {
+    atomic(store.db, () => {
       store.inbox.setStatus(ids, "pending", now);
       store.kv.set(keyOf(sessionKey), { since: outage.since, attempts, retryAt } satisfies ChatOutage);
       if (!known) {
@@ -97,7 +98,7 @@ export class OutageWaits {
           { origin: "notice", inboxId: ids[ids.length - 1], at: now },
         );
       }
-    })();
+    });
     return { decision: { kind: "wait", retryAt }, noticed: !known };
   }
 

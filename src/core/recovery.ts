@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { atomic } from "../store/atomic.js";
 import type { InboxItem } from "../store/inbox.js";
 import type { Store } from "../store/index.js";
 import { describeDoneSteps } from "../store/step-journal.js";
@@ -65,7 +66,7 @@ export function recoverInbox(deps: {
     const last = items[items.length - 1]!;
     const { replyToMessageId, ...target } = replyTargetOf(last.message);
     const done = describeDoneSteps(journalIds.flatMap((journalId) => store.journal.steps(journalId)));
-    store.db.transaction(() => {
+    atomic(store.db, () => {
       store.outbox.enqueue(
         last.message.note ? target : { ...target, replyToMessageId },
         { text: interruptedNotice(done), format: "plain" },
@@ -84,7 +85,7 @@ export function recoverInbox(deps: {
         "interrupted",
         "resume.expired",
       );
-    })();
+    });
   };
   for (const items of cutOff.values()) {
     const first = items[0]!;

@@ -1,3 +1,4 @@
+import { freezeMessage, frozenRun, sameFrozenPrefix } from "./frozen-message.js";
 import { type MadeOf, madeOf, sameAsMade } from "./request-body.js";
 import type { ChatModel, CompletionRequest, RequestMessage } from "./types.js";
 
@@ -78,7 +79,13 @@ function keptMessages(
   };
 }
 
+/** A redacted copy, frozen whole when it can be kept (a message of text), so the request's bytes are kept by it. */
 function redactMessage(message: RequestMessage, redactor: TextRedactor): RequestMessage {
+  const copy = redactedCopy(message, redactor);
+  return Array.isArray(copy.content) ? copy : freezeMessage(copy);
+}
+
+function redactedCopy(message: RequestMessage, redactor: TextRedactor): RequestMessage {
   if (Array.isArray(message.content)) {
     return {
       role: "user",
@@ -111,9 +118,45 @@ function redactMessage(message: RequestMessage, redactor: TextRedactor): Request
 export function redactingModel(model: ChatModel, secrets: TextRedactor): ChatModel {
   const redactor = keptRedactions(secrets);
   const redact = keptMessages(secrets, redactor);
+  const runs = keptRuns(secrets, redact);
   return {
     complete: (request: CompletionRequest, options) =>
-      model.complete({ ...request, messages: request.messages.map(redact) }, options),
+      model.complete({ ...request, messages: runs(request.messages) }, options),
     ...(model.warm ? { warm: () => model.warm!() } : {}),
+  };
+}
+
+/**
+ * The messages redacted, the frozen ones a conversation's last request started with taken from that request's
+ * copies (issue 35, hot path): each step of a turn sends the turn's system prompt, the chat's history and the turn so
+ * far again, and looking each one up cost more than the rest of the step's request. Kept by the request's first
+ * message (a turn's system prompt) while the redactor knows the same secrets; a frozen message can't have changed
+ * (`src/llm/frozen-message.ts`), and the copies it is given are frozen too, so the next layer can keep by them.
+ */
+function keptRuns(
+  secrets: TextRedactor,
+  redact: (message: RequestMessage) => RequestMessage,
+): (messages: readonly RequestMessage[]) => RequestMessage[] {
+  if (secrets.size === undefined) return (messages) => messages.map(redact);
+  const runs = new WeakMap<
+    object,
+    { size: number | undefined; messages: readonly RequestMessage[]; redacted: readonly RequestMessage[] }
+  >();
+  return (messages) => {
+    const first = messages[0];
+    if (!first) return [];
+    const run = runs.get(first);
+    const reused =
+      run && run.size === secrets.size ? sameFrozenPrefix(messages, run.messages, run.messages.length) : 0;
+    const redacted = run ? run.redacted.slice(0, reused) : [];
+    for (let index = reused; index < messages.length; index++) redacted.push(redact(messages[index]!));
+    const frozen = frozenRun(messages, reused);
+    if (frozen > 0)
+      runs.set(first, {
+        size: secrets.size,
+        messages: messages.slice(0, frozen),
+        redacted: redacted.slice(0, frozen),
+      });
+    return redacted;
   };
 }

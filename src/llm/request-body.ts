@@ -1,3 +1,4 @@
+import { frozenRun, sameFrozenPrefix } from "./frozen-message.js";
 import type { CompletionRequest, LlmToolSpec, RequestMessage } from "./types.js";
 
 const UTF8 = new TextEncoder();
@@ -20,11 +21,26 @@ const STREAM_END = UTF8.encode(',"stream":true,"stream_options":{"include_usage"
  * keys, same order).
  */
 export function chatRequestBytes(request: CompletionRequest, stream: boolean): Buffer {
-  const parts: Uint8Array[] = [UTF8.encode(`{"model":${JSON.stringify(request.model)},"messages":[`)];
-  request.messages.forEach((message, index) => {
-    if (index > 0) parts.push(COMMA);
-    parts.push(messageBytes(message));
-  });
+  const { messages } = request;
+  const head = UTF8.encode(`{"model":${JSON.stringify(request.model)},"messages":[`);
+  const parts: Uint8Array[] = [head];
+  // The frozen messages this request starts with that the conversation's last request started with too: their
+  // bytes are one piece of that request's body (the turn's earlier steps), found without a lookup per message.
+  const run = messages.length > 0 ? keptRuns.get(messages[0]!) : undefined;
+  const reused = run ? sameFrozenPrefix(messages, run.messages, run.ends.length) : 0;
+  const ends: number[] = run ? run.ends.slice(0, reused) : [];
+  let length = reused > 0 ? ends[reused - 1]! : 0;
+  if (reused > 0) parts.push(run!.bytes.subarray(0, length));
+  for (let index = reused; index < messages.length; index++) {
+    if (index > 0) {
+      parts.push(COMMA);
+      length += COMMA.length;
+    }
+    const bytes = messageBytes(messages[index]!);
+    parts.push(bytes);
+    length += bytes.length;
+    ends.push(length);
+  }
   parts.push(CLOSE);
   if (request.tools?.length) {
     parts.push(UTF8.encode(',"tools":['));
@@ -37,8 +53,27 @@ export function chatRequestBytes(request: CompletionRequest, stream: boolean): B
   if (request.temperature !== undefined)
     parts.push(UTF8.encode(`,"temperature":${JSON.stringify(request.temperature)}`));
   parts.push(stream ? STREAM_END : PLAIN_END);
-  return Buffer.concat(parts);
+  const body = Buffer.concat(parts);
+  const frozen = frozenRun(messages, reused);
+  if (frozen > 0) {
+    keptRuns.set(messages[0]!, {
+      messages: messages.slice(0, frozen),
+      ends: ends.slice(0, frozen),
+      bytes: body.subarray(head.length, head.length + ends[frozen - 1]!),
+    });
+  }
+  return body;
 }
+
+/**
+ * The last request of each conversation, by its first message (a turn's system prompt): its leading frozen messages
+ * (`src/llm/frozen-message.ts`), where each one's bytes end in `bytes` (its comma before it included), and those
+ * bytes — a view of that request's body, which is never changed once made.
+ */
+const keptRuns = new WeakMap<
+  object,
+  { messages: readonly RequestMessage[]; ends: readonly number[]; bytes: Buffer }
+>();
 
 const keptMessages = new WeakMap<object, { made: MadeOf; bytes: Uint8Array }>();
 

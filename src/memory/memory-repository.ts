@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import { z } from "zod";
 import { row } from "../lib/row.js";
+import { atomic } from "../store/atomic.js";
 import { ChangeCounters } from "../store/change-counters.js";
 import type { Db } from "../store/index.js";
 import { KeywordSearch } from "./keyword-search.js";
@@ -126,7 +127,7 @@ export class MemoryRepository {
 
   /** Runs `work` in one transaction (bulk writes). */
   transaction<T>(work: () => T): T {
-    return this.db.transaction(work)();
+    return atomic(this.db, work);
   }
 
   /** Inserts or updates the memory `key` of `agent`; `created` is false for an update. */

@@ -2,6 +2,7 @@ import type { Statement } from "better-sqlite3";
 import { z } from "zod";
 import { row } from "../lib/row.js";
 import type { ChatMessage } from "../llm/types.js";
+import { atomic } from "./atomic.js";
 import { ChangeCounters } from "./change-counters.js";
 import type { Db } from "./database.js";
 import { prepared } from "./prepared.js";
@@ -210,7 +211,7 @@ export class HistoryRepository {
     const kept = this.windows.get(sessionKey);
     this.windows.delete(sessionKey);
     let extended: KeptWindow | undefined;
-    this.db.transaction(() => {
+    atomic(this.db, () => {
       // A turn's messages are its last step's record: the step's queued ledger row goes in the same commit.
       flushQueuedWrites(this.db);
       const added: StoredMessage[] = [];
@@ -249,7 +250,7 @@ export class HistoryRepository {
         const window = newestWithin(all, kept.maxTokens, kept.more);
         extended = { counter: kept.counter + added.length, maxTokens: kept.maxTokens, ...window };
       }
-    })();
+    });
     if (extended) this.windows.set(sessionKey, extended);
   }
 
@@ -344,19 +345,19 @@ export class HistoryRepository {
 
   /** Replaces messages up to and including `throughId` with a summary, atomically. */
   compact(sessionKey: string, throughId: number, summary: string): void {
-    this.db.transaction(() => {
+    atomic(this.db, () => {
       prepared(this.db, "DELETE FROM messages WHERE session_key = ? AND id <= ?").run(sessionKey, throughId);
       this.db
         .prepare("UPDATE sessions SET summary = ?, updated_at = ? WHERE key = ?")
         .run(summary, Date.now(), sessionKey);
-    })();
+    });
   }
 
   reset(sessionKey: string): void {
-    this.db.transaction(() => {
+    atomic(this.db, () => {
       prepared(this.db, "DELETE FROM messages WHERE session_key = ?").run(sessionKey);
       prepared(this.db, "UPDATE sessions SET summary = NULL WHERE key = ?").run(sessionKey);
-    })();
+    });
   }
 
   stats(sessionKey: string): { messages: number; tokens: number; hasSummary: boolean } {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
+import { atomic } from "./atomic.js";
 import type { Db } from "./database.js";
 import type { InboundMessage, MessageOutcome } from "./message-records.js";
 import { inboundMessageSchema, messageOutcomeSchema } from "./message-schemas.js";
@@ -87,20 +88,20 @@ export class InboxRepository {
         ? `UPDATE inbox SET status = ?, ${column} = ? WHERE id = ?`
         : "UPDATE inbox SET status = ?, started_at = NULL WHERE id = ? AND ? IS NOT NULL",
     );
-    this.db.transaction(() => {
+    atomic(this.db, () => {
       for (const id of ids) {
         if (column) statement.run(status, at, id);
         else statement.run(status, id, at);
       }
-    })();
+    });
   }
 
   /** Stores how the messages ended, with a short cause (failed, undeliverable). */
   setOutcome(ids: number[], outcome: MessageOutcome, cause?: string): void {
     const statement = prepared(this.db, "UPDATE inbox SET outcome = ?, outcome_cause = ? WHERE id = ?");
-    this.db.transaction(() => {
+    atomic(this.db, () => {
       for (const id of ids) statement.run(outcome, cause ?? null, id);
-    })();
+    });
   }
 
   /**

@@ -1,3 +1,4 @@
+import { atomic } from "./atomic.js";
 import type { Db } from "./database.js";
 
 interface QueuedWrite {
@@ -49,5 +50,5 @@ export function flushQueuedWrites(db: Db): void {
     }
   };
   if (db.inTransaction) run();
-  else db.transaction(run)();
+  else atomic(db, run);
 }

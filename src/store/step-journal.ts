@@ -3,6 +3,7 @@ import { z } from "zod";
 import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { ChatMessage, ToolCall } from "../llm/types.js";
+import { atomic } from "./atomic.js";
 import type { Db } from "./database.js";
 import { flushQueuedWrites } from "./queued-writes.js";
 import { flushQueuedTrace } from "./trace.js";
@@ -82,7 +83,7 @@ export class StepJournal {
    * them, in one transaction.
    */
   append(turnId: string, step: JournalStep): void {
-    this.db.transaction(() => {
+    atomic(this.db, () => {
       this.insert.run(
         turnId,
         turnId,
@@ -93,17 +94,17 @@ export class StepJournal {
       );
       flushQueuedTrace(this.db);
       flushQueuedWrites(this.db);
-    })();
+    });
   }
 
   /** Runs `write` in one transaction (a step with the trace and ledger rows of the same step). */
   atomically<T>(write: () => T): T {
-    return this.db.transaction(() => {
+    return atomic(this.db, () => {
       const result = write();
       flushQueuedTrace(this.db);
       flushQueuedWrites(this.db);
       return result;
-    })();
+    });
   }
 
   steps(turnId: string): JournalStep[] {

@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import { z } from "zod";
 import { parseJson } from "../lib/parse-json.js";
 import { row as rowOf } from "../lib/row.js";
+import { atomic } from "./atomic.js";
 import type { Db } from "./database.js";
 import type { InboxItem } from "./inbox.js";
 import type { MessageOutcome } from "./message-records.js";
@@ -177,9 +178,9 @@ export class TraceRepository {
     pending.scheduled = false;
     if (pending.rows.length === 0 || !this.db.open) return;
     const rows = pending.rows.splice(0);
-    this.db.transaction(() => {
+    atomic(this.db, () => {
       for (const values of rows) this.insertRow.run(...values);
-    })();
+    });
   }
 
   /** The access verdict recorded for a platform message (the newest), by its id as `findByMessage` takes it. */

@@ -18,6 +18,7 @@ import {
   sourcesOf,
   testHooks,
 } from "../security/untrusted.js";
+import { atomic } from "../store/atomic.js";
 import type { AuditEntry } from "../store/audit.js";
 import { SessionScratch, type ToolContext, type ToolServices } from "./context.js";
 import { type Tool, ToolError, type ToolOutput, toolErrorText } from "./define-tool.js";
@@ -179,7 +180,7 @@ export class ToolRegistry implements ToolRuntime {
     audit.resultExcerpt = text.slice(0, EXCERPT_CHARS);
     const output = this.options.spill ? this.options.spill.maybeSpill(text, name) : text;
     // The call's audit row, its trace row (the event's subscriber writes it) and its journal step: one transaction.
-    this.options.services.store.db.transaction(() => {
+    atomic(this.options.services.store.db, () => {
       try {
         this.options.services.store.audit.record(audit);
       } catch (error) {
@@ -198,7 +199,7 @@ export class ToolRegistry implements ToolRuntime {
         durationMs: Math.round(audit.durationMs),
       });
       callContext.onResult?.(output);
-    })();
+    });
     return output;
   }
 
