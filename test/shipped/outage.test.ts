@@ -310,4 +310,47 @@ describe("waiting out an LLM outage after a tool call ran (shipped build)", () =
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(texts()).toHaveLength(2);
   }, 45_000);
+  it("ATTACK: SIGKILLed while parked, /stop before the restarted bot tries again: the append stays in history", async () => {
+    const { bot, say, texts, lines } = await startWithTools({ retryOutageForSecs: 120 });
+    say("q4x note this down");
+    await until(
+      () => bot.logsOf("turn-parked").length >= 1 && sentRows(bot) >= 1,
+      () => bot.logText(),
+    );
+    await bot.kill();
+    // The next try is a minute away (a longer back-off): the restarted bot holds the turn with its journal alone.
+    const dead = new Database(path.join(bot.dataDir, "magpie.db"), { fileMustExist: true });
+    const moved = dead
+      .prepare("UPDATE kv SET value = json_set(value, '$.retryAt', ?) WHERE key LIKE 'outage:%'")
+      .run(Date.now() + 60_000).changes;
+    dead.close();
+    expect(moved).toBe(1);
+    await bot.relaunch();
+    say("/stop");
+    await until(
+      () => texts().length >= 2,
+      () => `${JSON.stringify(texts())}\n${bot.logText()}`,
+    );
+    expect(texts()[1]).toMatch(/^Stopped/);
+    await until(
+      () => inbox(bot)[0]?.outcome === "interrupted",
+      () => JSON.stringify(inbox(bot)),
+    );
+    const db = new Database(path.join(bot.dataDir, "magpie.db"), { readonly: true, fileMustExist: true });
+    const rows = db.prepare("SELECT role, content, tool_calls FROM messages ORDER BY id").all() as Array<{
+      role: string;
+      content: string | null;
+      tool_calls: string | null;
+    }>;
+    db.close();
+    // The append it did stays in history (call and result): the chat's next turn knows it took effect.
+    expect(
+      rows.map((row) => row.role),
+      JSON.stringify(rows),
+    ).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(rows[1]!.tool_calls).toContain("file_append");
+    expect(rows[2]!.content).toMatch(/Appended \d+ bytes/);
+    expect(bot.logsOf("turn-resumed")).toHaveLength(0);
+    expect(lines()).toBe("q4x\n");
+  }, 45_000);
 });
