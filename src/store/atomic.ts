@@ -17,3 +17,12 @@ export function atomic<T>(db: Db, work: () => T): T {
   }
   return runner(work) as T;
 }
+
+/**
+ * Runs `work` inside the transaction already open on `db` as part of it — no savepoint of its own — or in one of
+ * its own when none is open. For a write that is never undone alone: when it fails, whoever opened the transaction
+ * fails with it and everything rolls back (a step's journal rows inside the tool call's audit transaction).
+ */
+export function partOfTransaction<T>(db: Db, work: () => T): T {
+  return db.inTransaction ? work() : atomic(db, work);
+}

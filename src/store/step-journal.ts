@@ -3,7 +3,7 @@ import { z } from "zod";
 import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { ChatMessage, ToolCall } from "../llm/types.js";
-import { atomic } from "./atomic.js";
+import { partOfTransaction } from "./atomic.js";
 import type { Db } from "./database.js";
 import { flushQueuedWrites } from "./queued-writes.js";
 import { flushQueuedTrace } from "./trace.js";
@@ -80,10 +80,11 @@ export class StepJournal {
 
   /**
    * Writes a step with the trace rows and the queued writes (its LLM call's ledger row) so far, its own step's among
-   * them, in one transaction.
+   * them, in one transaction — or as part of the one already open (the tool call's, with its audit row): a failed
+   * step fails that whole transaction, so it needs no savepoint of its own.
    */
   append(turnId: string, step: JournalStep): void {
-    atomic(this.db, () => {
+    partOfTransaction(this.db, () => {
       this.insert.run(
         turnId,
         turnId,
@@ -99,7 +100,7 @@ export class StepJournal {
 
   /** Runs `write` in one transaction (a step with the trace and ledger rows of the same step). */
   atomically<T>(write: () => T): T {
-    return atomic(this.db, () => {
+    return partOfTransaction(this.db, () => {
       const result = write();
       flushQueuedTrace(this.db);
       flushQueuedWrites(this.db);

@@ -43,6 +43,17 @@ beforeAll(async () => {
         response.setHeader("set-cookie", ["a=1", "b=2"]);
         response.writeHead(200, { "content-type": "text/plain" });
         response.end("ok");
+      } else if (url === "/bom") {
+        response.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+        // A BOM, then text with a character of four bytes and one bad byte.
+        response.end(
+          Buffer.concat([
+            Buffer.from([0xef, 0xbb, 0xbf]),
+            Buffer.from('{"t":"🐦 é'),
+            Buffer.from([0xff]),
+            Buffer.from('"}'),
+          ]),
+        );
       } else if (url === "/slow") {
         setTimeout(() => {
           if (!response.destroyed) response.end("late");
@@ -94,6 +105,26 @@ describe("leanFetch", () => {
     }
     const viaFetch = await fetch(`${base}/json`, { method: "POST", body: '{"a":1}' });
     expect(await viaFetch.json()).toEqual({ echo: '{"a":1}', method: "POST" });
+  });
+
+  it("reads a body as fetch does (a BOM dropped, a bad byte replaced), once, by json, text or arrayBuffer", async () => {
+    for (const read of ["json", "text", "arrayBuffer"] as const) {
+      const mine = await lean(`${base}/bom`);
+      const theirs = await fetch(`${base}/bom`);
+      const [got, want] = [await mine[read](), await theirs[read]()];
+      if (read === "arrayBuffer")
+        expect(Buffer.from(got as ArrayBuffer)).toEqual(Buffer.from(want as ArrayBuffer));
+      else expect(got).toEqual(want);
+      // A body can be read once, as fetch's: a second read of any kind is refused the same way.
+      for (const again of ["json", "text", "arrayBuffer"] as const) {
+        await expect(mine[again]()).rejects.toThrow(TypeError);
+        await expect(theirs[again]()).rejects.toThrow(TypeError);
+      }
+    }
+    // Not JSON: the same SyntaxError fetch's json() gives.
+    const text = await lean(`${base}/twice`);
+    await expect(text.json()).rejects.toThrow(SyntaxError);
+    expect(await (await lean(`${base}/twice`)).blob().then((blob) => blob.text())).toBe("ok");
   });
 
   it("follows redirects as fetch does: a 303 becomes a GET, a 307 repeats the POST with its body", async () => {
