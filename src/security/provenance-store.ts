@@ -5,6 +5,7 @@ import { parseJson } from "../lib/parse-json.js";
 import { row } from "../lib/row.js";
 import type { Db } from "../store/index.js";
 import { prepared } from "../store/prepared.js";
+import { WritesInFlight } from "./writes-in-flight.js";
 
 const sourcesSchema = z.array(
   z.object({
@@ -38,6 +39,8 @@ function changeSignature(stats: fs.BigIntStats): string {
   return `${stats.dev}:${stats.ino}:${stats.ctimeNs}`;
 }
 
+const IN_FLIGHT = new WeakMap<Db, WritesInFlight>();
+
 /** What Magpie knows about a file's origin. */
 export type FileOrigin =
   /** Written by Magpie in an owner's untainted turn, unchanged since. */
@@ -51,7 +54,17 @@ export type FileOrigin =
  * untrusted sources of the turn that wrote it (`[]` for an owner's untainted turn). Migrations 032, 036.
  */
 export class ProvenanceStore {
-  constructor(private readonly db: Db) {}
+  /** The writes under way to what this database records (one per database, however many stores are made on it). */
+  readonly inFlight: WritesInFlight;
+
+  constructor(private readonly db: Db) {
+    let inFlight = IN_FLIGHT.get(db);
+    if (!inFlight) {
+      inFlight = new WritesInFlight();
+      IN_FLIGHT.set(db, inFlight);
+    }
+    this.inFlight = inFlight;
+  }
 
   /** Records the file at `realPath` as just written by a turn holding `sources`. */
   recordFile(realPath: string, sources: readonly UntrustedSource[], now = Date.now()): void {

@@ -7,6 +7,7 @@ import { type PathScope, resolveToolPath, scopeOf } from "./path-resolver.js";
 import { isWithin } from "./paths.js";
 import type { ProvenanceStore } from "./provenance-store.js";
 import { sourceLabel } from "./untrusted.js";
+import { fileKey } from "./writes-in-flight.js";
 
 /**
  * What a `shell` command brings into a turn (DESIGN.md → Security → "Untrusted content"): its output is whatever
@@ -318,7 +319,7 @@ export function recordShellWrites(
     if (!now?.isFile()) continue;
     const changed =
       !seen.exists || now.mtimeMs !== seen.mtimeMs || now.size !== seen.size || now.ino !== seen.ino;
-    if (changed) store.recordFile(real, [...provenance.sources]);
+    if (changed) store.recordFile(real, store.inFlight.sourcesOf(fileKey(file), provenance));
   }
 }
 

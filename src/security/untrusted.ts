@@ -12,6 +12,7 @@ import { type PathScope, resolveToolPath, scopeOf } from "./path-resolver.js";
 import { isWithin } from "./paths.js";
 import type { ProvenanceStore } from "./provenance-store.js";
 import { HostAllowList, isIpLiteral, normalizeHostname } from "./ssrf-address.js";
+import { fileKey, memoryKey } from "./writes-in-flight.js";
 
 /**
  * The rule of two (DESIGN.md → Security → "Untrusted content"), in one place: the tool dispatcher
@@ -457,26 +458,31 @@ function memorySources(call: CallFacts): UntrustedSource[] {
   return found;
 }
 
-/** Records the provenance of what a call wrote: files (path, size, time) and memories, with the turn's sources. */
+/**
+ * Records the provenance of what a call wrote: files (path, size, time) and memories, with the turn's sources and
+ * those of any other turn writing the same target meanwhile (src/security/writes-in-flight.ts).
+ */
 export async function recordWrites(
   call: CallFacts,
   provenance: TurnProvenance,
   existedBefore: ReadonlySet<string>,
 ): Promise<void> {
   const { tool, input, store } = call;
-  const sources = [...provenance.sources];
   try {
-    if (tool.name === "memory_store") store.recordMemory(call.agent, str(input.key) ?? "", sources);
-    else if (tool.name === "memory_forget") store.forgetMemory(call.agent, str(input.key) ?? "");
-    else if (FILE_WRITES.has(tool.name) || tool.name === "attachment_save" || tool.name === "apply_patch") {
-      const files =
-        tool.name === "apply_patch"
-          ? patchFiles(str(input.patch) ?? "")
-          : str(input.path)
-            ? [{ path: str(input.path)!, delete: false }]
-            : [];
+    if (tool.name === "memory_store") {
+      const key = str(input.key) ?? "";
+      store.recordMemory(call.agent, key, store.inFlight.sourcesOf(memoryKey(call.agent, key), provenance));
+    } else if (tool.name === "memory_forget") {
+      // Forgotten — unless another turn stored it meanwhile: then it is that turn's, as tainted as that turn.
+      const key = str(input.key) ?? "";
+      store.recordMemory(
+        call.agent,
+        key,
+        store.inFlight.sourcesOf(memoryKey(call.agent, key), provenance, false),
+      );
+    } else if (writesFiles(tool)) {
       const scope = scopeOf(call.config, call.homeDir);
-      for (const file of files) {
+      for (const file of writtenFiles(tool, input)) {
         const { real, exists } = await resolveToolPath(file.path, scope);
         if (file.delete || !exists) {
           store.forgetFile(real);
@@ -488,7 +494,7 @@ export async function recordWrites(
           tool.name === "attachment_save"
             ? [{ kind: "attachment" as const, label: "a chat attachment" }]
             : [];
-        store.recordFile(real, [...sources, ...own]);
+        store.recordFile(real, [...store.inFlight.sourcesOf(fileKey(real), provenance), ...own]);
       }
     }
   } catch (error) {
@@ -497,32 +503,42 @@ export async function recordWrites(
   }
 }
 
-/** Which of the files a call may write exist before it runs (so the turn knows which ones it created). */
-export async function existingTargets(
+const writesFiles = (tool: ToolFacts): boolean =>
+  FILE_WRITES.has(tool.name) || tool.name === "attachment_save" || tool.name === "apply_patch";
+
+function writtenFiles(tool: ToolFacts, input: Input): { path: string; delete: boolean }[] {
+  if (tool.name === "apply_patch") return patchFiles(str(input.patch) ?? "");
+  const target = writesFiles(tool) ? str(input.path) : undefined;
+  return target ? [{ path: target, delete: false }] : [];
+}
+
+/**
+ * What a call may write, before it runs: the real path of each file (true when it exists already, so the turn
+ * knows which ones it created) and the keys of its targets for `WritesInFlight` (its files and its memory).
+ */
+export async function writeTargets(
   tool: ToolFacts,
   input: Input,
+  agent: string,
   config: MagpieConfig,
   homeDir?: string,
-): Promise<Set<string>> {
-  const existing = new Set<string>();
-  const files =
-    tool.name === "apply_patch"
-      ? patchFiles(str(input.patch) ?? "")
-      : FILE_WRITES.has(tool.name) || tool.name === "attachment_save"
-        ? str(input.path)
-          ? [{ path: str(input.path)!, delete: false }]
-          : []
-        : [];
+): Promise<{ existed: Set<string>; keys: string[] }> {
+  const existed = new Set<string>();
+  const keys: string[] = [];
+  if (tool.name === "memory_store" || tool.name === "memory_forget")
+    keys.push(memoryKey(agent, str(input.key) ?? ""));
+  const files = writtenFiles(tool, input);
   // Most calls write no file: Magpie's state paths (a realpath each) are not resolved for them.
-  if (files.length === 0) return existing;
+  if (files.length === 0) return { existed, keys };
   const scope = scopeOf(config, homeDir);
   for (const file of files) {
     try {
       const { real, exists } = await resolveToolPath(file.path, scope);
-      if (exists) existing.add(real);
+      keys.push(fileKey(real));
+      if (exists) existed.add(real);
     } catch {
       // The tool refuses the path itself.
     }
   }
-  return existing;
+  return { existed, keys };
 }

@@ -10,14 +10,15 @@ import { GuardRefusal } from "../security/guard-refusal.js";
 import { ProvenanceStore } from "../security/provenance-store.js";
 import { recordShellWrites, type ShellReads, shellReads } from "../security/shell-provenance.js";
 import {
-  existingTargets,
   notePage,
   recordWrites,
   type Sink,
   sinkOf,
   sourcesOf,
   testHooks,
+  writeTargets,
 } from "../security/untrusted.js";
+import { fileKey } from "../security/writes-in-flight.js";
 import { atomic } from "../store/atomic.js";
 import type { AuditEntry } from "../store/audit.js";
 import { SessionScratch, type ToolContext, type ToolServices } from "./context.js";
@@ -333,12 +334,21 @@ export class ToolRegistry implements ToolRuntime {
       if (approval !== "approved") throw approvalError(name, approval);
     }
     if (!rules) return await tool.execute(parsed.data, context);
-    const existed = await existingTargets(tool, input, this.options.config, this.options.services.homeDir);
+    const { existed, keys } = await writeTargets(
+      tool,
+      input,
+      callContext.agent,
+      this.options.config,
+      this.options.services.homeDir,
+    );
     // A shell command's reads are judged before it runs: a file it writes and then reads is its own output.
     const shell =
       tool.name === "shell"
         ? await shellReads(input, this.options.config, this.provenance, this.options.services.homeDir)
         : undefined;
+    if (shell) for (const file of shell.before.keys()) keys.push(fileKey(file));
+    // Another turn writing the same file or memory meanwhile: each record names both turns' sources.
+    const ended = this.provenance.inFlight.begin(keys, rules);
     let output: string | undefined;
     let failure: unknown;
     try {
@@ -351,8 +361,21 @@ export class ToolRegistry implements ToolRuntime {
       throw error;
     } finally {
       // A guard's refusal did nothing and read nothing: it adds no source and records no write.
-      if (!(failure instanceof GuardRefusal))
-        await this.afterCall(tool, input, output, callContext, rules, existed, failure !== undefined, shell);
+      try {
+        if (!(failure instanceof GuardRefusal))
+          await this.afterCall(
+            tool,
+            input,
+            output,
+            callContext,
+            rules,
+            existed,
+            failure !== undefined,
+            shell,
+          );
+      } finally {
+        ended();
+      }
     }
   }
 
