@@ -1,4 +1,5 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { atomic } from "./atomic.js";
 import type { Db } from "./database.js";
 
 const DAY_MS = 86_400_000;
@@ -45,6 +46,26 @@ function deleteOldest(db: Db, table: string, time: string, where?: string) {
   return (before: number, limit: number) => statement.run({ before, limit }).changes;
 }
 
+/**
+ * An outbox row's failover records go with it: the kv rows `failover:<id>`, `failover:copy:<id>` and
+ * `failover:also:<id>` (src/notify/delivery-failover.ts), one or more per job report or trigger delivery that also
+ * went to a phone — kept until then, they grew with every such delivery. The key range reads the primary key's
+ * index; the count returned is the outbox rows'.
+ */
+function withFailoverRecords(db: Db, prune: PruneTarget["prune"]): PruneTarget["prune"] {
+  const orphans = db.prepare(
+    `DELETE FROM kv WHERE key >= 'failover:' AND key < 'failover;'
+       AND NOT EXISTS (SELECT 1 FROM outbox WHERE outbox.id =
+         CAST(replace(replace(substr(kv.key, 10), 'copy:', ''), 'also:', '') AS INTEGER))`,
+  );
+  return (before, limit) =>
+    atomic(db, () => {
+      const deleted = prune(before, limit);
+      if (deleted > 0) orphans.run();
+      return deleted;
+    });
+}
+
 /** The core tables: audit log, inbox (and its trace rows), outbox, conversation history. */
 export function storeTargets(
   db: Db,
@@ -86,7 +107,10 @@ export function storeTargets(
       key: "outboxDays",
       table: "outbox",
       days: days.outboxDays,
-      prune: deleteOldest(db, "outbox", "created_at", "status IN ('sent', 'failed')"),
+      prune: withFailoverRecords(
+        db,
+        deleteOldest(db, "outbox", "created_at", "status IN ('sent', 'failed')"),
+      ),
     },
     {
       key: "messagesDays",

@@ -81,6 +81,11 @@ describe("retention", () => {
     seed(store, 0, "new");
     const everything = summarizeUsage(store.db, 0, NOW + 1);
     const retention = retentionSchema.parse({});
+    // Each outbox row has the three failover records a phone copy and a failover leave (kv, by outbox id).
+    const failoverKeys: string[] = [];
+    for (const id of store.db.prepare("SELECT id FROM outbox").pluck().all() as number[])
+      failoverKeys.push(`failover:${id}`, `failover:copy:${id}`, `failover:also:${id}`);
+    for (const key of [...failoverKeys, "failoverish:1", "failover"]) store.kv.set(key, { at: NOW });
     const report = await pruneOnce(retentionTargets(store.db, retention, "Europe/Berlin", clock), NOW);
 
     // inbox: 30 days; old and mid lose done/interrupted/failed, keep pending/processing and the one with a pending reply.
@@ -105,6 +110,15 @@ describe("retention", () => {
     expect(summarizeUsage(store.db, 0, NOW + 1)).toEqual(everything);
     expect(report.deleted).toEqual({ auditDays: 1 + 3, inboxDays: 6, outboxDays: 4 });
     expect(report.more).toBe(false);
+    // The failover records of the pruned outbox rows went with them; those of the kept ones and other keys stay.
+    const kvKeys = store.db.prepare("SELECT key FROM kv ORDER BY key").pluck().all() as string[];
+    const keptOutbox = new Set(store.db.prepare("SELECT id FROM outbox").pluck().all() as number[]);
+    expect(kvKeys.filter((key) => key.startsWith("failover:"))).toEqual(
+      failoverKeys.filter((key) => keptOutbox.has(Number(key.split(":").at(-1)))).sort(),
+    );
+    expect(kvKeys.filter((key) => key.startsWith("failover:")).length).toBe(8 * 3);
+    expect(kvKeys).toContain("failoverish:1");
+    expect(kvKeys).toContain("failover");
 
     // messagesDays set: history goes too; a second run moves nothing twice.
     const again = await pruneOnce(
