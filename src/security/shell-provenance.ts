@@ -350,8 +350,11 @@ function trusted(real: string, config: MagpieConfig, scope: PathScope): boolean 
   );
 }
 
+/** A glob: `*`, `?`, or a `[` closed by a later `]` (an unclosed `[` — the `[ -e f ]` test — is taken literally). */
 function hasGlob(word: string): boolean {
-  return word.includes("*") || word.includes("?") || word.includes("[");
+  if (word.includes("*") || word.includes("?")) return true;
+  const open = word.indexOf("[");
+  return open >= 0 && word.indexOf("]", open + 1) > open;
 }
 
 function statOf(file: string): fs.Stats | undefined {

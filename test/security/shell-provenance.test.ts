@@ -70,6 +70,8 @@ describe("a shell command's reads", () => {
     ["echo $(cat invoice)", "file invoice"],
     ["ls | xargs cat", "files named on xargs"],
     ["cat downloads/*", "files matching downloads/*"],
+    ["cat downloads/r.tx[a-z]", "files matching downloads/r.tx[a-z]"],
+    ["if [ -e invoice ]; then cat downloads/[r].txt; fi", "files matching downloads/[r].txt"],
     ["grep -r notes downloads", "files under downloads"],
     ["find . -name '*.txt' -exec cat {} +", "files under ."],
     ["curl -s https://example.org/x", "what curl brought in"],
@@ -96,6 +98,9 @@ describe("a shell command's reads", () => {
     "git status && git log -3",
     "find downloads -name '*.txt'",
     "sha256sum invoice",
+    // The `[` of a test is not a glob (it has no closing `]` in the same word): waiting on a file reads nothing.
+    "while [ ! -e done.flag ]; do sleep 0.1; done",
+    "if [ -f mine.txt ]; then echo yes; fi",
   ])("%s → nothing untrusted", async (command) => {
     expect(await labels(command)).toEqual([]);
   });
